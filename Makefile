@@ -1,0 +1,69 @@
+# Two commands set everything up from Python 3.11+, make and the package registry:
+#   make run    install the runtime and serve MCP over stdio (stdout carries MCP only)
+#   make test   install the runtime and the gate's tools, then run the whole gate
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
+REQ_TRACE := ../shared/tools/req_trace.py
+LINT_PATHS := src tests tools $(wildcard bench)
+
+.PHONY: run test lint typecheck layers unit licenses audit bench lock docs clean
+
+# Every install step writes to stderr: `make run` is started by MCP hosts, whose
+# stdout must carry protocol messages only.
+$(BIN)/python:
+	@$(PYTHON) -m venv $(VENV) 1>&2
+
+$(RUN_STAMP): requirements/run.lock pyproject.toml | $(BIN)/python
+	@$(BIN)/pip install -q --disable-pip-version-check -r requirements/run.lock 1>&2
+	@$(BIN)/pip install -q --disable-pip-version-check --no-deps -e . 1>&2
+	@touch $@
+
+$(DEV_STAMP): requirements/dev.lock pyproject.toml | $(BIN)/python
+	@$(BIN)/pip install -q --disable-pip-version-check -r requirements/dev.lock 1>&2
+	@$(BIN)/pip install -q --disable-pip-version-check --no-deps -e . 1>&2
+	@touch $@ $(RUN_STAMP)
+
+run: $(RUN_STAMP)
+	@$(BIN)/rypsok serve $(ARGS)
+
+test: lint typecheck layers unit licenses audit
+	@if [ -f $(REQ_TRACE) ]; then $(BIN)/python $(REQ_TRACE) --tests tests || true; fi
+
+lint: $(DEV_STAMP)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+	$(BIN)/ruff check $(LINT_PATHS)
+
+typecheck: $(DEV_STAMP)
+	$(BIN)/mypy
+
+layers: $(DEV_STAMP)
+	$(BIN)/lint-imports --no-cache
+
+unit: $(DEV_STAMP)
+	$(BIN)/pytest -p no:cacheprovider -q
+
+licenses: $(DEV_STAMP)
+	$(BIN)/pip-licenses --partial-match --fail-on "GPL;General Public License" 1>/dev/null \
+		&& echo "licenses: no GPL, AGPL or LGPL dependency"
+
+audit: $(DEV_STAMP)
+	@$(BIN)/python tools/audit.py
+
+bench: $(DEV_STAMP)
+	$(BIN)/python -m bench
+
+docs: $(DEV_STAMP)
+	$(BIN)/python tools/gen_docs.py
+
+# Re-resolve the locks from pyproject.toml and requirements/dev.in.
+lock:
+	rm -rf .lockvenv && $(PYTHON) -m venv .lockvenv
+	.lockvenv/bin/pip install -q . && .lockvenv/bin/pip freeze --exclude rypsok > requirements/run.lock
+	.lockvenv/bin/pip install -q -r requirements/dev.in && .lockvenv/bin/pip freeze --exclude rypsok > requirements/dev.lock
+	rm -rf .lockvenv
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

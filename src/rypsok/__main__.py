@@ -1,0 +1,5 @@
+import sys
+
+from rypsok.cli import main
+
+sys.exit(main())

@@ -1,0 +1,80 @@
+"""The command line: serve, check, --version (REQ-OPS-001).
+
+Exit codes: 0 success, 1 configuration error, 2 usage error. `serve` writes
+nothing to standard output but MCP messages; diagnostics are JSON lines on
+standard error. `check` reports to standard output for a person.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from rypsok import __version__
+from rypsok.core import logs
+from rypsok.core.config import Config, ConfigError
+from rypsok.core.services import engine_states, load_configuration
+
+EXIT_OK = 0
+EXIT_CONFIG = 1
+EXIT_USAGE = 2
+
+log = logging.getLogger("rypsok.cli")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rypsok", description="Headless meta-search and page fetching for AI agents (MCP)."
+    )
+    parser.add_argument("--version", action="version", version=f"rypsok {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = commands.add_parser("serve", help="serve MCP (stdio by default)")
+    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    serve.add_argument("--config", metavar="PATH", help="TOML file (else $RYPSOK_CONFIG)")
+    check = commands.add_parser("check", help="validate the configuration and exit")
+    check.add_argument("--config", metavar="PATH", help="TOML file (else $RYPSOK_CONFIG)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logs.configure()
+    try:
+        config = load_configuration(args.config)
+    except ConfigError as exc:
+        logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
+        return EXIT_CONFIG
+    if args.command == "check":
+        return _check(config)
+    if args.transport == "http":
+        logs.event(
+            log,
+            "transport_unavailable",
+            logging.ERROR,
+            problem="the http transport is not available in this version; use stdio",
+        )
+        return EXIT_USAGE
+    return _serve_stdio(config)
+
+
+def _check(config: Config) -> int:
+    lines = ["configuration OK"]
+    lines += [f"  engine {engine_id}: {state}" for engine_id, state in engine_states(config)]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+def _serve_stdio(config: Config) -> int:
+    # The protocol stack is imported only when serving: check and usage stay light.
+    import anyio  # noqa: PLC0415
+
+    from rypsok.core.services import Services  # noqa: PLC0415
+    from rypsok.mcp.stdio import serve_stdio  # noqa: PLC0415
+
+    for engine_id, state in engine_states(config):
+        logs.event(log, "engine", engine=engine_id, state=state)
+    logs.event(log, "serving", transport="stdio", version=__version__)
+    anyio.run(serve_stdio, Services(config))
+    return EXIT_OK

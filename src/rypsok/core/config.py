@@ -1,0 +1,476 @@
+"""Configuration: one TOML file, validated once at start-up, frozen afterwards.
+
+The file is found by `--config` or `RYPSOK_CONFIG`; without one every value is
+the default of `rypsok.core.limits` (REQ-CFG-001, REQ-CFG-003). A file must
+carry `schema_version = 1` (REQ-MAIN-003). An unknown key, a wrong type, a
+value outside its bound or a broken cross-check stops start-up with a
+`ConfigError` whose message names the key and never echoes a secret
+(REQ-CFG-005). Secrets are references only, `{ env = "NAME" }` or
+`{ file = "path" }` (REQ-CFG-004), resolved into `Secret`, whose repr redacts.
+
+`docs/configuration.md` carries the table `reference_table()` renders; a test
+fails when the two differ.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import tomllib
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from rypsok.core import limits
+
+SCHEMA_VERSION = 1
+CONFIG_ENV = "RYPSOK_CONFIG"
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the key."""
+
+
+class Secret:
+    """A resolved secret. Never shown by repr or str (REQ-SEC-020)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+# TOML arrays arrive as lists; the sections are strict about every other type.
+StrList = Annotated[tuple[str, ...], Field(strict=False)]
+IntList = Annotated[tuple[int, ...], Field(strict=False)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class SecretRef(_Section):
+    """`{ env = "NAME" }` or `{ file = "path" }`: where the secret lives, not the secret."""
+
+    env: str | None = None
+    file: str | None = None
+
+    def model_post_init(self, context: Any, /) -> None:
+        if (self.env is None) == (self.file is None):
+            raise ValueError('give exactly one of { env = "NAME" } or { file = "path" }')
+
+    def resolve(self) -> Secret | None:
+        """The secret, or None when the variable is unset or the file is missing."""
+        if self.env is not None:
+            value = os.environ.get(self.env)
+            return Secret(value) if value else None
+        try:
+            value = pathlib.Path(str(self.file)).read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        return Secret(value) if value else None
+
+
+def _bounded(default: int, bounds: tuple[int, int], doc: str) -> Any:
+    return Field(default=default, ge=bounds[0], le=bounds[1], description=doc)
+
+
+class SearchConfig(_Section):
+    deadline_ms: int = _bounded(
+        limits.SEARCH_DEADLINE_MS, limits.SEARCH_DEADLINE_RANGE, "LIM-S4 search deadline"
+    )
+    engine_timeout_ms: int = _bounded(
+        limits.ENGINE_TIMEOUT_MS, (100, 30_000), "LIM-S5 per-engine timeout; S5 + S6 <= S4"
+    )
+    reserve_ms: int = _bounded(
+        limits.SEARCH_RESERVE_MS, (10, 10_000), "LIM-S6 reserve for rypsok's own work"
+    )
+    ceiling_ms: int = _bounded(
+        limits.SEARCH_CEILING_MS, (1_000, 60_000), "LIM-S7 hard ceiling of a call; >= S4"
+    )
+    connect_timeout_ms: int = _bounded(
+        limits.ENGINE_CONNECT_TIMEOUT_MS, (100, 30_000), "LIM-S12 engine connect timeout; <= S5"
+    )
+    max_engines: int = _bounded(
+        limits.ENGINES_PER_SEARCH, limits.ENGINES_PER_SEARCH_RANGE, "LIM-S8 engines per search"
+    )
+    engines_in_flight: int = _bounded(
+        limits.ENGINE_REQUESTS_IN_FLIGHT,
+        limits.ENGINE_REQUESTS_IN_FLIGHT_RANGE,
+        "LIM-C1 engine requests in flight, process",
+    )
+    preference: StrList = Field(
+        default=(), description="engine ids, most preferred first; others follow in default order"
+    )
+    languages: StrList = Field(
+        default=("en",), description="languages callers may ask for (ISO 639-1)"
+    )
+    default_language: str | None = Field(
+        default=None, description="language used when the caller gives none; none = no selection"
+    )
+    region: str | None = Field(default=None, description="region passed to engines that take one")
+    safe_search: Literal["off", "moderate", "strict"] = Field(
+        default="moderate", description="safe-search level passed to engines that take one"
+    )
+    attribution: bool = Field(default=False, description="always name the engines of a result")
+    drop_instruction_like: bool = Field(
+        default=False, description="drop results whose text looks like instructions"
+    )
+
+    @field_validator("languages")
+    @classmethod
+    def _languages_are_codes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for code in value:
+            if not (len(code) == 2 and code.isascii() and code.islower() and code.isalpha()):
+                raise ValueError("each language must be a two-letter ISO 639-1 code")
+        return value
+
+
+class LimitsConfig(_Section):
+    web_search_per_minute: int = _bounded(
+        limits.WEB_SEARCH_PER_MINUTE, limits.CALLS_PER_MINUTE_RANGE, "LIM-C6"
+    )
+    web_fetch_per_minute: int = _bounded(
+        limits.WEB_FETCH_PER_MINUTE, limits.CALLS_PER_MINUTE_RANGE, "LIM-C7"
+    )
+    engine_status_per_minute: int = _bounded(
+        limits.ENGINE_STATUS_PER_MINUTE, limits.CALLS_PER_MINUTE_RANGE, "LIM-C8"
+    )
+
+
+class BreakerConfig(_Section):
+    failures: int = _bounded(limits.BREAKER_FAILURES, limits.BREAKER_FAILURES_RANGE, "LIM-B1")
+    cooldown_ms: int = _bounded(
+        limits.BREAKER_COOLDOWN_MS, limits.BREAKER_COOLDOWN_RANGE, "LIM-B2 first cooldown"
+    )
+    growth: int = _bounded(
+        limits.BREAKER_GROWTH, limits.BREAKER_GROWTH_RANGE, "LIM-B3 growth per reopening"
+    )
+    max_cooldown_ms: int = _bounded(
+        limits.BREAKER_MAX_COOLDOWN_MS, limits.BREAKER_COOLDOWN_RANGE, "LIM-B3 cap"
+    )
+
+
+class FetchConfig(_Section):
+    allow_http: bool = Field(default=False, description="REQ-FETCH-010 fetch plain http")
+    ports: IntList = Field(
+        default=(), description="LIM-F8 ports added to 443 (and 80 with allow_http)"
+    )
+    robots_txt: bool = Field(default=True, description="REQ-CMP-005 honour robots.txt")
+    strict: bool = Field(default=False, description="REQ-SEC-021 only URLs rypsok returned")
+    follow_cross_host_redirects: bool = Field(
+        default=False, description="REQ-FETCH-006 follow cross-host redirects that pass policy"
+    )
+    max_chars_default: int = _bounded(
+        limits.MAX_CHARS_DEFAULT, (1, 1_000_000), "LIM-F1; <= max_chars_ceiling"
+    )
+    max_chars_ceiling: int = _bounded(
+        limits.MAX_CHARS_CEILING, limits.MAX_CHARS_CEILING_RANGE, "LIM-F2"
+    )
+    max_bytes: int = _bounded(limits.FETCH_MAX_BYTES, limits.FETCH_MAX_BYTES_RANGE, "LIM-F3")
+    timeout_ms: int = _bounded(limits.FETCH_TIMEOUT_MS, (1_000, 60_000), "LIM-F4; <= F5")
+    ceiling_ms: int = _bounded(limits.FETCH_CEILING_MS, limits.FETCH_CEILING_RANGE, "LIM-F5")
+    connect_timeout_ms: int = _bounded(
+        limits.FETCH_CONNECT_TIMEOUT_MS, (100, 60_000), "LIM-F6; <= F4"
+    )
+    redirects: int = _bounded(
+        limits.SAME_HOST_REDIRECTS, limits.SAME_HOST_REDIRECTS_RANGE, "LIM-F7"
+    )
+    fetches_in_flight: int = _bounded(
+        limits.FETCHES_IN_FLIGHT, limits.FETCHES_IN_FLIGHT_RANGE, "LIM-C3"
+    )
+    fetches_per_host: int = _bounded(
+        limits.FETCHES_PER_HOST, limits.FETCHES_PER_HOST_RANGE, "LIM-C4"
+    )
+    parse_tasks: int = _bounded(limits.PARSE_TASKS, limits.PARSE_TASKS_RANGE, "LIM-C5")
+    max_nodes: int = _bounded(limits.PARSED_NODES, limits.PARSED_NODES_RANGE, "LIM-F10")
+    max_depth: int = _bounded(limits.NESTING_DEPTH, limits.NESTING_DEPTH_RANGE, "LIM-F11")
+
+    @field_validator("ports")
+    @classmethod
+    def _ports_in_range(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if any(not 1 <= port <= 65_535 for port in value):
+            raise ValueError("each port must be between 1 and 65535")
+        return value
+
+
+class EgressConfig(_Section):
+    allow: StrList = Field(default=(), description="CIDR or host rules that allow")
+    deny: StrList = Field(default=(), description="CIDR or host rules that deny; win")
+    proxy: str | None = Field(default=None, description="REQ-RES-008 proxy for engine requests")
+
+
+class PrivacyConfig(_Section):
+    credential_check: Literal["deny", "warn", "mask", "off"] = Field(
+        default=limits.CREDENTIAL_CHECK_DEFAULT, description="LIM-P1"
+    )
+    log_queries: bool = Field(
+        default=limits.LOG_QUERIES_DEFAULT, description="LIM-P3 log queries at debug level"
+    )
+
+
+class OutputConfig(_Section):
+    structured_content: bool = Field(
+        default=True, description="REQ-MCP-011 send structuredContent besides the JSON text"
+    )
+
+
+class ToolsConfig(_Section):
+    engine_status: bool = Field(default=True, description="REQ-STATUS-003 offer engine_status")
+
+
+class OperatorConfig(_Section):
+    contact: str | None = Field(
+        default=None, description="REQ-CMP-004 contact in the User-Agent (URL or e-mail)"
+    )
+
+    @field_validator("contact")
+    @classmethod
+    def _contact_is_printable(cls, value: str | None) -> str | None:
+        if value is not None and (
+            not value.isascii() or not value.isprintable() or len(value) > 200 or ";" in value
+        ):
+            raise ValueError("must be printable ASCII, at most 200 characters, without ';'")
+        return value
+
+
+class HttpKey(_Section):
+    caller: str = Field(description="caller name: the identity for per-caller limits")
+    key: SecretRef = Field(description="bearer key, by reference")
+
+
+class HttpConfig(_Section):
+    host: str = Field(default="127.0.0.1", description="bind address (REQ-SEC-018)")
+    port: int = Field(default=8750, ge=1, le=65_535, description="bind port")
+    path: str = Field(default="/mcp", description="endpoint path")
+    allowed_hosts: StrList = Field(default=(), description="Host header values accepted")
+    allowed_origins: StrList = Field(default=(), description="Origin values accepted")
+    tls_cert: SecretRef | None = Field(default=None, description="certificate file, by reference")
+    tls_key: SecretRef | None = Field(default=None, description="private key file, by reference")
+    behind_tls_proxy: bool = Field(default=False, description="a TLS proxy terminates in front")
+    keys: Annotated[tuple[HttpKey, ...], Field(strict=False)] = Field(
+        default=(), description="[[http.keys]] caller, key"
+    )
+    request_ms: int = _bounded(limits.HTTP_REQUEST_MS, (1_000, 600_000), "LIM-H5")
+    sessions: int = _bounded(limits.HTTP_SESSIONS, limits.HTTP_SESSIONS_RANGE, "LIM-H6")
+    http2_streams: int = _bounded(limits.HTTP2_STREAMS, limits.HTTP2_STREAMS_RANGE, "LIM-H4")
+
+
+class CacheConfig(_Section):
+    enabled: bool = Field(default=limits.CACHE_ENABLED, description="LIM-K1")
+    ttl_s: int = _bounded(limits.CACHE_TTL_S, limits.CACHE_TTL_RANGE, "LIM-K2")
+    entries: int = _bounded(limits.CACHE_ENTRIES, limits.CACHE_ENTRIES_RANGE, "LIM-K3")
+
+
+class EngineConfig(_Section):
+    enabled: bool = Field(default=True, description="query this engine")
+    endpoint: str | None = Field(
+        default=None, description="full URL the driver calls instead of the provider's"
+    )
+    api_key: SecretRef | None = Field(default=None, description="key, by reference")
+    min_interval_ms: int | None = Field(
+        default=None, ge=0, le=3_600_000, description="LIM-C9 spacing; only longer than record"
+    )
+    max_concurrency: int | None = Field(
+        default=None, ge=1, le=256, description="LIM-C2; only lower than record"
+    )
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint_is_http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if not value.startswith(("https://", "http://")) or len(value) > limits.URL_MAX_CHARS:
+            raise ValueError("must be an http or https URL")
+        if not value.isascii() or any(ch.isspace() for ch in value) or "@" in value:
+            raise ValueError("must be an ASCII URL without spaces or credentials")
+        return value
+
+
+class Config(_Section):
+    """The whole configuration. Build it with `load_config`, never by hand in production."""
+
+    schema_version: Literal[1] = Field(default=1, description="must be 1")
+    search: SearchConfig = SearchConfig()
+    limits: LimitsConfig = LimitsConfig()
+    breaker: BreakerConfig = BreakerConfig()
+    fetch: FetchConfig = FetchConfig()
+    egress: EgressConfig = EgressConfig()
+    privacy: PrivacyConfig = PrivacyConfig()
+    output: OutputConfig = OutputConfig()
+    tools: ToolsConfig = ToolsConfig()
+    operator: OperatorConfig = OperatorConfig()
+    http: HttpConfig = HttpConfig()
+    cache: CacheConfig = CacheConfig()
+    engines: Mapping[str, EngineConfig] = Field(default_factory=dict)
+
+
+def _cross_checks(config: Config) -> Iterator[str]:
+    """Relations between keys (REQ-AGG-003 and the limits table); each names its keys."""
+    s, f = config.search, config.fetch
+    if s.engine_timeout_ms + s.reserve_ms > s.deadline_ms:
+        yield "search.engine_timeout_ms + search.reserve_ms must not exceed search.deadline_ms"
+    if s.ceiling_ms < s.deadline_ms:
+        yield "search.ceiling_ms must be at least search.deadline_ms"
+    if s.connect_timeout_ms > s.engine_timeout_ms:
+        yield "search.connect_timeout_ms must not exceed search.engine_timeout_ms"
+    if not f.connect_timeout_ms <= f.timeout_ms <= f.ceiling_ms:
+        yield "fetch.connect_timeout_ms <= fetch.timeout_ms <= fetch.ceiling_ms must hold"
+    if f.max_chars_default > f.max_chars_ceiling:
+        yield "fetch.max_chars_default must not exceed fetch.max_chars_ceiling"
+    if config.http.request_ms < max(s.ceiling_ms, f.ceiling_ms):
+        yield "http.request_ms must be at least search.ceiling_ms and fetch.ceiling_ms"
+    if s.default_language is not None and s.default_language not in s.languages:
+        yield "search.default_language must be one of search.languages"
+
+
+def _key_of(loc: tuple[int | str, ...]) -> str:
+    parts = [str(p) for p in loc if not str(p).startswith(("function-", "tagged-union"))]
+    return ".".join(parts) or "(top level)"
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    """One refusal in words that name the key and never echo the value."""
+    key = _key_of(tuple(error["loc"]))
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    if kind == "extra_forbidden":
+        return f"unknown key '{key}'"
+    if kind == "greater_than_equal":
+        return f"key '{key}': must be at least {ctx.get('ge')}"
+    if kind == "less_than_equal":
+        return f"key '{key}': must be at most {ctx.get('le')}"
+    if kind == "literal_error":
+        return f"key '{key}': must be one of {ctx.get('expected', '')}"
+    if kind == "model_type" and key.endswith(("api_key", ".key", "tls_cert", "tls_key")):
+        return (
+            f"key '{key}': inline secrets are refused; "
+            'give { env = "NAME" } or { file = "path" }'
+        )
+    if kind == "value_error":
+        return f"key '{key}': {ctx.get('error', 'invalid value')!s}"
+    return f"key '{key}': {error['msg'].split(',')[0].lower()}"
+
+
+def parse_config(data: Mapping[str, Any], known_engines: frozenset[str]) -> Config:
+    """Validate a decoded TOML document; raises ConfigError naming the key."""
+    if "schema_version" not in data:
+        raise ConfigError("key 'schema_version' is missing: a configuration file must set it to 1")
+    if data["schema_version"] != SCHEMA_VERSION:
+        raise ConfigError(
+            f"key 'schema_version': version {data['schema_version']!r} is not supported; "
+            f"this rypsok reads version {SCHEMA_VERSION}"
+        )
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError("; ".join(_describe(e) for e in exc.errors()[:5])) from None
+    for engine_id in config.engines:
+        if engine_id not in known_engines:
+            known = ", ".join(sorted(known_engines))
+            raise ConfigError(f"key 'engines.{engine_id}': no such engine (known: {known})")
+    for engine_id in config.search.preference:
+        if engine_id not in known_engines:
+            raise ConfigError(f"key 'search.preference': no such engine '{engine_id}'")
+    problems = list(_cross_checks(config))
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return config
+
+
+def load_config(path: str | None, known_engines: frozenset[str]) -> Config:
+    """The configuration from `path`, else from $RYPSOK_CONFIG, else the defaults."""
+    path = path or os.environ.get(CONFIG_ENV) or None
+    if path is None:
+        return Config()
+    try:
+        raw = pathlib.Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"configuration file cannot be read: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"configuration file is not valid TOML: {exc}") from None
+    return parse_config(data, known_engines)
+
+
+# -- the reference table of docs/configuration.md -------------------------------------------
+
+_Row = tuple[str, str, str, str, str]
+
+
+def _type_name(annotation: Any) -> str:
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal:
+        return " or ".join(f'"{a}"' if isinstance(a, str) else str(a) for a in args)
+    if origin is tuple:
+        return f"list of {_type_name(args[0])}"
+    if args and type(None) in args:
+        return " or ".join(_type_name(a) for a in args if a is not type(None)) + " (optional)"
+    if annotation is SecretRef:
+        return "secret reference"
+    if annotation is HttpKey:
+        return "table"
+    return {bool: "boolean", int: "integer", str: "string"}.get(annotation, str(annotation))
+
+
+def _toml_value(value: Any) -> str:
+    if value is None:
+        return "(unset)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return str(value)
+
+
+def _rows(model: type[BaseModel], prefix: str) -> Iterator[_Row]:
+    for name, field in model.model_fields.items():
+        key = f"{prefix}{name}"
+        annotation = field.annotation
+        if (
+            isinstance(annotation, type)
+            and issubclass(annotation, _Section)
+            and annotation is not SecretRef
+        ):
+            yield from _rows(annotation, f"{key}.")
+            continue
+        bounds = [m for m in field.metadata if hasattr(m, "ge") or hasattr(m, "le")]
+        low = next((m.ge for m in bounds if getattr(m, "ge", None) is not None), None)
+        high = next((m.le for m in bounds if getattr(m, "le", None) is not None), None)
+        bound = f"{low}–{high}" if low is not None else ""
+        default = "(required)" if field.is_required() else _toml_value(field.get_default())
+        yield key, _type_name(annotation), default, bound, field.description or ""
+
+
+def reference_rows() -> list[_Row]:
+    """Every key with its type, default, bound and meaning; engines as `engines.<id>`."""
+    rows = [r for r in _rows(Config, "") if r[0] != "engines"]
+    rows += list(_rows(EngineConfig, "engines.<id>."))
+    rows += [(f"http.keys[].{r[0]}", *r[1:]) for r in _rows(HttpKey, "")]
+    return [r for r in rows if not r[0].startswith("http.keys.")]
+
+
+def reference_table() -> str:
+    lines = ["| key | type | default | bound | meaning |", "|---|---|---|---|---|"]
+    for key, type_name, default, bound, meaning in reference_rows():
+        cells = (key, type_name, default, bound, meaning)
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,375 @@
+"""The one client for every outbound request (REQ-SEC-005).
+
+`EgressClient` is created once per process and holds three connection pools,
+one per connect-time judgement, so that a kept-alive connection opened under
+one judgement is never reused under another:
+
+    engine       configured default endpoints: HTTPS, refused ranges refused
+    explicit     endpoints the operator configured: http and private allowed
+    agent        web_fetch and robots.txt: the agent-directed profile, no proxy
+
+Every request:
+
+* is judged on its URL by the profile, then on every resolved address by the
+  pool's network backend (`backend.py`), which connects to a judged address;
+* carries the one User-Agent (REQ-CMP-004); a driver header of that name, or
+  of any other header egress owns, is dropped;
+* ignores the environment: requests go straight to a transport over our own
+  pool, with no client layer that could read proxy variables, and the default
+  TLS context is built with `trust_env=False`, so SSL_CERT_FILE/SSL_CERT_DIR
+  cannot add a CA. A proxy comes from configuration only, for engine requests
+  only (REQ-RES-008, REQ-SEC-007);
+* follows no redirect: a 3xx is returned as it is and the caller decides, so
+  a credential header reaches the request's own origin only (REQ-SEC-017);
+* stores and sends no cookies (there is no cookie jar);
+* has a connect timeout and a total deadline covering the body; the read
+  timeout is the total, and the deadline cuts any read short (REQ-SEC-011);
+* reads the body as a stream, counting bytes after decompression as they are
+  produced, and stops at the caller's bound (REQ-SEC-010, REQ-SEC-013).
+  httpx2 inflates in pieces of at most 1 MiB, so a compression bomb costs at
+  most the bound plus one piece.
+
+Failures leave as `EgressError` (`errors.py`), or `EngineFailure` from
+`engine_get`; their text is a fixed kind, never a host, URL or response text.
+Nothing is logged here beyond the connect decision in `backend.py`: no query,
+path or header (REQ-PRIV-004).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import ssl
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+import anyio
+import httpcore2
+import httpx2
+
+from rypsok.core import limits
+from rypsok.core.egress.backend import GuardedBackend, PoolTransport, Resolver, system_resolver
+from rypsok.core.egress.errors import (
+    EgressBodyTooLarge,
+    EgressDenied,
+    EgressError,
+    EgressRequestFailed,
+    EgressTimeout,
+)
+from rypsok.core.egress.policy import (
+    DEFAULT_PORTS,
+    NO_RULES,
+    AddressPolicy,
+    AgentProfile,
+    EgressRules,
+    EngineProfile,
+)
+from rypsok.core.engines.base import EngineFailure, EngineRequest, EngineResponse, FailureClass
+
+__all__ = ["AgentResponse", "EgressClient", "map_transport_errors"]
+
+# What every request carries. Only the encodings httpx2 always decodes are
+# offered, so the byte bound is always counted on decoded bytes.
+BASE_HEADERS: Final = {
+    "accept": "*/*",
+    "accept-encoding": "gzip, deflate",
+    "connection": "keep-alive",
+}
+
+# Headers egress sets or that frame the message: a driver cannot set them.
+OWNED_HEADERS: Final = frozenset(
+    {
+        "host",
+        "user-agent",
+        "accept-encoding",
+        "connection",
+        "keep-alive",
+        "content-length",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "proxy-authorization",
+        "proxy-connection",
+    }
+)
+
+# The queue keeps engine requests in flight at most at LIM-C1, fetches at
+# LIM-C3; the pools are sized for the operator ceilings of those limits so
+# they never queue a request the limits admitted.
+ENGINE_POOL_CONNECTIONS: Final = limits.ENGINE_REQUESTS_IN_FLIGHT_RANGE[1]
+AGENT_POOL_CONNECTIONS: Final = limits.FETCHES_IN_FLIGHT_RANGE[1]
+# Idle connections kept this long: long enough to carry a busy engine from one
+# search to the next, short enough not to hold sockets servers already dropped.
+KEEPALIVE_EXPIRY_S: Final = 30.0
+
+# Distinct engine endpoint URLs whose judgement is remembered (LIM-S8's
+# ceiling of 16 engines per search, with room for per-category endpoints).
+ENDPOINT_CACHE_SIZE: Final = 256
+
+# EgressError kind -> engine failure class (REQ-ENG-006). A body over the
+# driver-declared bound is parse_failure: the bound is the driver's statement
+# of what a valid answer can be, so an answer past it is not in the provider's
+# format; like parse_failure (and unlike request_failure) it counts toward the
+# circuit breaker (REQ-RES-004), which is what a provider answering with
+# floods or bombs deserves.
+ENGINE_FAILURE_CLASSES: Final[tuple[tuple[type[EgressError], FailureClass], ...]] = (
+    (EgressTimeout, FailureClass.TIMEOUT),
+    (EgressBodyTooLarge, FailureClass.PARSE_FAILURE),
+    (EgressDenied, FailureClass.REQUEST_FAILURE),
+    (EgressRequestFailed, FailureClass.REQUEST_FAILURE),
+)
+
+# Most specific first: every timeout class is also an OSError or HTTPError.
+_TIMEOUTS: Final = (TimeoutError, httpx2.TimeoutException, httpcore2.TimeoutException)
+_FAILURES: Final = (
+    httpx2.HTTPError,
+    httpx2.StreamError,
+    httpx2.InvalidURL,
+    httpcore2.NetworkError,
+    httpcore2.ProtocolError,
+    httpcore2.ProxyError,
+    httpcore2.UnsupportedProtocol,
+    ssl.SSLError,
+    OSError,
+)
+
+
+@contextlib.contextmanager
+def map_transport_errors() -> Iterator[None]:
+    """Translate HTTP-library and socket exceptions into `EgressError` kinds."""
+    try:
+        yield
+    except EgressError:
+        raise
+    except _TIMEOUTS as exc:
+        raise EgressTimeout() from exc
+    except _FAILURES as exc:
+        raise EgressRequestFailed() from exc
+
+
+@dataclass(frozen=True, slots=True)
+class AgentResponse:
+    """A complete, size-bounded agent-directed response. Header names are lower-case."""
+
+    status: int
+    headers: MappingProxyType[str, str]
+    body: bytes
+    url: str  # the URL as judged and requested (httpx2's serialization)
+
+
+class EgressClient:
+    """Every outbound GET of the process. Create once; `aclose` at shutdown."""
+
+    def __init__(
+        self,
+        *,
+        user_agent: str,
+        rules: EgressRules = NO_RULES,
+        ssl_context: ssl.SSLContext | None = None,
+        proxy: str | None = None,
+        fetch_allow_http: bool = False,
+        fetch_extra_ports: tuple[int, ...] = (),
+        resolver: Resolver = system_resolver,
+    ) -> None:
+        if not (user_agent.isascii() and user_agent.isprintable() and user_agent.strip()):
+            raise ValueError("the User-Agent must be printable ASCII")
+        self._engine_profile = EngineProfile(rules)
+        # Engine endpoints are a handful of fixed strings: judge each once.
+        # Refusals raise and so are never cached.
+        self._check_engine_url = functools.lru_cache(maxsize=ENDPOINT_CACHE_SIZE)(
+            self._engine_profile.check
+        )
+        self._agent_profile = AgentProfile(
+            rules, allow_http=fetch_allow_http, extra_ports=fetch_extra_ports
+        )
+        # The system store (truststore's or OpenSSL's default paths), never a
+        # bundle of our own, and never SSL_CERT_FILE/SSL_CERT_DIR.
+        context = (
+            ssl_context
+            if ssl_context is not None
+            else httpx2.create_ssl_context(verify=True, trust_env=False)
+        )
+        core_proxy, proxy_endpoint = _core_proxy(proxy, context) if proxy else (None, None)
+        self._proxied = core_proxy is not None
+
+        def pool(policy: AddressPolicy, connections: int, *, proxied: bool) -> PoolTransport:
+            backend = GuardedBackend(
+                # The proxy is configured by the operator: its address is not
+                # judged against the ranges, only against deny rules.
+                AddressPolicy(rules, apply_ranges=False) if proxied else policy,
+                resolver=resolver,
+                only_endpoint=proxy_endpoint if proxied else None,
+            )
+            return PoolTransport(
+                httpcore2.AsyncConnectionPool(
+                    ssl_context=context,
+                    proxy=core_proxy if proxied else None,
+                    max_connections=connections,
+                    max_keepalive_connections=connections,
+                    keepalive_expiry=KEEPALIVE_EXPIRY_S,
+                    http1=True,
+                    http2=False,
+                    retries=0,
+                    network_backend=backend,
+                )
+            )
+
+        self._engine = pool(
+            self._engine_profile.address_policy(explicit_endpoint=False),
+            ENGINE_POOL_CONNECTIONS,
+            proxied=self._proxied,
+        )
+        self._explicit = pool(
+            self._engine_profile.address_policy(explicit_endpoint=True),
+            ENGINE_POOL_CONNECTIONS,
+            proxied=self._proxied,
+        )
+        self._agent = pool(
+            self._agent_profile.address_policy(), AGENT_POOL_CONNECTIONS, proxied=False
+        )
+        self._headers = {**BASE_HEADERS, "user-agent": user_agent}
+
+    async def engine_get(
+        self,
+        request: EngineRequest,
+        *,
+        explicit_endpoint: bool,
+        max_body_bytes: int,
+        connect_timeout_ms: int,
+        total_timeout_ms: int,
+    ) -> EngineResponse:
+        """GET an engine endpoint; any failure is an `EngineFailure` with its class."""
+        try:
+            url = self._check_engine_url(request.url, explicit_endpoint=explicit_endpoint)
+            if request.credential_headers and self._proxied and url.scheme == "http":
+                # A forward proxy receives the whole plain-HTTP request, and with
+                # it the credential: that is another origin (REQ-SEC-017).
+                raise EgressDenied("credential_origin")
+            headers = dict(self._headers)
+            for name, value in request.headers:
+                if name.lower() not in OWNED_HEADERS:
+                    headers[name.lower()] = value
+            status, response_headers, body = await _get(
+                self._explicit if explicit_endpoint else self._engine,
+                url,
+                params=request.params,
+                headers=headers,
+                max_body_bytes=max_body_bytes,
+                connect_timeout_ms=connect_timeout_ms,
+                total_timeout_ms=total_timeout_ms,
+            )
+        except EgressError as exc:
+            raise EngineFailure(_engine_failure_class(exc)) from exc
+        return EngineResponse(status=status, headers=response_headers, body=body)
+
+    async def agent_get(
+        self,
+        url: str,
+        *,
+        max_body_bytes: int = limits.FETCH_MAX_BYTES,
+        connect_timeout_ms: int = limits.FETCH_CONNECT_TIMEOUT_MS,
+        total_timeout_ms: int = limits.FETCH_TIMEOUT_MS,
+    ) -> AgentResponse:
+        """GET one agent-directed URL (one hop); raises `EgressError` kinds.
+
+        A 3xx is returned as it is: the caller validates the Location with the
+        same profile by calling again (REQ-SEC-008). No caller header is sent
+        (REQ-SEC-009).
+        """
+        checked = self._agent_profile.check(url)
+        status, headers, body = await _get(
+            self._agent,
+            checked,
+            params=(),
+            headers=self._headers,
+            max_body_bytes=max_body_bytes,
+            connect_timeout_ms=connect_timeout_ms,
+            total_timeout_ms=total_timeout_ms,
+        )
+        return AgentResponse(status=status, headers=headers, body=body, url=str(checked))
+
+    def check_agent_url(self, url: str) -> str:
+        """The URL as it would be requested, or `EgressDenied`; for redirect targets."""
+        return str(self._agent_profile.check(url))
+
+    async def aclose(self) -> None:
+        for transport in (self._engine, self._explicit, self._agent):
+            await transport.aclose()
+
+
+async def _get(
+    transport: PoolTransport,
+    url: httpx2.URL,
+    *,
+    params: Sequence[tuple[str, str]],
+    headers: dict[str, str],
+    max_body_bytes: int,
+    connect_timeout_ms: int,
+    total_timeout_ms: int,
+) -> tuple[int, MappingProxyType[str, str], bytes]:
+    """One GET through a pool's transport: no client layer, so no redirect, cookie or env."""
+    total_s = total_timeout_ms / 1000
+    # Read, write and pool waits get the whole total; the deadline below cuts
+    # each one to the time actually remaining.
+    timeout = httpx2.Timeout(total_s, connect=min(connect_timeout_ms, total_timeout_ms) / 1000)
+    with map_transport_errors(), anyio.fail_after(total_s):
+        request = httpx2.Request(
+            "GET",
+            url,
+            params=list(params) if params else None,
+            headers=headers,
+            extensions={"timeout": timeout.as_dict()},
+        )
+        response = await transport.handle_async_request(request)
+        response.request = request
+        try:
+            body = await _read_body(response, max_body_bytes)
+        finally:
+            # Returns a fully read connection to the pool; drops any other.
+            await response.aclose()
+        # Header names are lower-case; repeated fields are joined by ", ".
+        return response.status_code, MappingProxyType(dict(response.headers.items())), body
+
+
+async def _read_body(response: httpx2.Response, max_body_bytes: int) -> bytes:
+    """The decoded body, or `EgressBodyTooLarge` as soon as it passes the bound."""
+    chunks: list[bytes] = []
+    received = 0
+    # aiter_bytes yields decoded bytes as they are produced; Content-Length is
+    # not consulted, it may lie and it counts compressed bytes.
+    async for chunk in response.aiter_bytes():
+        received += len(chunk)
+        if received > max_body_bytes:
+            # The caller closes the response, which drops the connection:
+            # the rest is neither read nor inflated.
+            raise EgressBodyTooLarge()
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _engine_failure_class(exc: EgressError) -> FailureClass:
+    for kind, failure_class in ENGINE_FAILURE_CLASSES:
+        if isinstance(exc, kind):
+            return failure_class
+    return FailureClass.REQUEST_FAILURE
+
+
+def _core_proxy(proxy: str, context: ssl.SSLContext) -> tuple[httpcore2.Proxy, tuple[str, int]]:
+    """The configured proxy for httpcore2, and the one endpoint its pools may connect to."""
+    try:
+        url = httpx2.URL(proxy)
+    except httpx2.InvalidURL:
+        raise ValueError("the proxy is not a valid URL") from None
+    if url.scheme not in DEFAULT_PORTS or not url.raw_host:
+        raise ValueError("the proxy must be an http:// or https:// URL")
+    port = url.port if url.port is not None else DEFAULT_PORTS[url.scheme]
+    auth = (url.username, url.password) if url.userinfo else None
+    core = httpcore2.Proxy(
+        url=httpcore2.URL(scheme=url.raw_scheme, host=url.raw_host, port=port, target=b"/"),
+        auth=auth,
+        ssl_context=context,
+    )
+    return core, (url.raw_host.decode("ascii"), port)

@@ -1,0 +1,192 @@
+"""The engine abstraction: what every driver declares, builds and parses.
+
+A driver is one module holding one class. Its steps are pure: `build_request`
+turns search parameters into an `EngineRequest`, `parse` turns the provider's
+`EngineResponse` into `RawHit`s or raises `EngineFailure`. The queue and the
+egress client do all I/O, so a driver never touches the network and a change
+of a provider's format touches its driver only (REQ-ENG-005, REQ-ARCH-002).
+
+Failure classes (REQ-ENG-006), exactly one per failed request:
+
+    timeout          no complete answer within the engine timeout or deadline
+    rate_limited     429 or a provider-specific throttle signal
+    blocked          CAPTCHA or anti-bot page
+    parse_failure    an answer that is not in the provider's format
+    auth_failure     the provider refused our credentials
+    request_failure  anything else: connection refused, 5xx, policy refusal
+
+An `EngineFailure` carries its class and a Retry-After, never provider text.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from rypsok.core import limits
+
+
+class FailureClass(enum.StrEnum):
+    TIMEOUT = "timeout"
+    RATE_LIMITED = "rate_limited"
+    BLOCKED = "blocked"
+    PARSE_FAILURE = "parse_failure"
+    AUTH_FAILURE = "auth_failure"
+    REQUEST_FAILURE = "request_failure"
+
+
+class Category(enum.StrEnum):
+    GENERAL = "general"
+    NEWS = "news"
+    SCIENCE = "science"
+    CODE = "code"
+
+
+class TimeRange(enum.StrEnum):
+    DAY = "day"
+    WEEK = "week"
+    MONTH = "month"
+    YEAR = "year"
+
+
+class SafeSearch(enum.StrEnum):
+    OFF = "off"
+    MODERATE = "moderate"
+    STRICT = "strict"
+
+
+class EngineFailure(Exception):
+    """A failed engine request, classified. Carries no provider text."""
+
+    def __init__(self, failure_class: FailureClass, *, retry_after_ms: int | None = None) -> None:
+        super().__init__(failure_class.value)
+        self.failure_class = failure_class
+        self.retry_after_ms = retry_after_ms
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """Provider obligations recorded in docs/engines/<id>.md (REQ-ENG-010, REQ-CMP-001)."""
+
+    min_interval_ms: int  # LIM-C9 as spacing between request starts; 0 means none recorded
+    max_concurrency: int = limits.REQUESTS_PER_ENGINE_IN_FLIGHT  # LIM-C2
+    cacheable: bool = True
+    attribution_required: bool = False
+    # None: the standard rypsok User-Agent (REQ-CMP-004). A format string with
+    # {standard} may extend it where the record requires (e.g. a mailto).
+    user_agent_format: str | None = None
+    max_body_bytes: int = 2 * 1024 * 1024  # REQ-SEC-010: driver-declared bound
+
+
+@dataclass(frozen=True, slots=True)
+class SearchParams:
+    """What a driver may use to build its request. Validated before it gets here."""
+
+    query: str
+    category: Category = Category.GENERAL
+    language: str | None = None  # None: no selection asked for
+    time_range: TimeRange | None = None
+    results: int = limits.RESULTS_PER_ENGINE  # LIM-S3
+    region: str | None = None
+    safe_search: SafeSearch = SafeSearch.MODERATE
+    contact: str | None = None  # operator contact, for providers with a polite pool
+
+
+@dataclass(frozen=True, slots=True)
+class EngineRequest:
+    """One GET request. `url` is the endpoint without query; params are encoded by egress."""
+
+    url: str
+    params: tuple[tuple[str, str], ...] = ()
+    headers: tuple[tuple[str, str], ...] = ()
+    # Header names whose values are credentials: egress sends them to the
+    # configured origin only (REQ-SEC-017) and never logs them.
+    credential_headers: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class EngineResponse:
+    """A complete, size-bounded response. Header names are lower-case."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class RawHit:
+    """One result as the provider gave it: raw text, the pipeline cleans it (REQ-ENG-012)."""
+
+    rank: int  # 1-based, in the provider's order
+    url: str
+    title: str
+    snippet: str = ""
+    date: str | None = None  # ISO 8601 date (YYYY-MM-DD) when the provider gives one
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    """The operator's settings for one engine, already validated by the configuration."""
+
+    endpoint: str | None = None  # replaces the driver's default endpoint when set
+    api_key: str | None = None  # resolved secret; never logged
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+class Driver(abc.ABC):
+    """One search engine. Subclasses set the class attributes and the two pure steps."""
+
+    id: ClassVar[str]
+    categories: ClassVar[frozenset[Category]]
+    # Languages the provider can select results by (ISO 639-1). An engine asked
+    # for a language outside this set is skipped with a notice (REQ-SEARCH-004).
+    languages: ClassVar[frozenset[str]] = frozenset()
+    time_ranges: ClassVar[frozenset[TimeRange]] = frozenset()
+    max_query_chars: ClassVar[int] = limits.QUERY_MAX_CHARS
+    admission: ClassVar[Admission]
+    default_endpoint: ClassVar[str]
+    requires_key: ClassVar[bool] = False
+
+    def __init__(self, settings: EngineSettings | None = None) -> None:
+        self.settings = settings or EngineSettings()
+
+    @property
+    def endpoint(self) -> str:
+        return self.settings.endpoint or self.default_endpoint
+
+    @property
+    def active(self) -> bool:
+        """A keyed engine without its key cannot run (REQ-CFG-004)."""
+        return not self.requires_key or self.settings.api_key is not None
+
+    @abc.abstractmethod
+    def build_request(self, params: SearchParams) -> EngineRequest:
+        """The request for these parameters, against `self.endpoint`."""
+
+    @abc.abstractmethod
+    def parse(self, response: EngineResponse) -> list[RawHit]:
+        """The hits of a response, or `EngineFailure` with its class."""
+
+
+def classify_status(status: int) -> FailureClass | None:
+    """The common reading of an HTTP status; drivers refine it with provider signals."""
+    if 200 <= status < 300:
+        return None
+    if status == 429:
+        return FailureClass.RATE_LIMITED
+    if status in (401, 403):
+        return FailureClass.AUTH_FAILURE
+    if status in (408, 504):
+        return FailureClass.TIMEOUT
+    return FailureClass.REQUEST_FAILURE
+
+
+def retry_after_ms(headers: Mapping[str, str]) -> int | None:
+    """Retry-After in milliseconds, delta-seconds form only, capped at LIM-B4."""
+    raw = headers.get("retry-after", "").strip()
+    if not raw.isdigit() or len(raw) > 10:
+        return None
+    return min(int(raw) * 1000, limits.RETRY_AFTER_MAX_MS)

@@ -1,0 +1,249 @@
+"""Wikidata: entity lookup by label and alias.
+
+Provider: the Wikimedia Foundation, through the Wikibase API module
+`wbsearchentities` on www.wikidata.org
+(https://www.wikidata.org/w/api.php?action=help&modules=wbsearchentities).
+The SPARQL query service is deliberately not used: it refuses or times out
+automated clients too often for a default engine. Admission record:
+docs/engines/wikidata.md.
+
+Configuration (`[engines.wikidata]`):
+
+    endpoint   replaces https://www.wikidata.org/w/api.php, for a proxy or
+               mirror of Wikidata. Result URLs stay on www.wikidata.org.
+
+Language. `language` selects the language whose labels and aliases are
+matched and `uselang` the language of the returned label and description,
+so the engine honours every language in `languages` (a conservative subset of
+Wikidata's content languages). Without a selection it asks in English.
+
+Result. Title = the label, snippet = the description, URL =
+https://www.wikidata.org/wiki/<Q-id>, built from the entity id on the public
+host derived from `default_endpoint`: the reply's own `url` is
+protocol-relative and names whatever host answered. No date.
+
+Errors. As on every MediaWiki API: HTTP 200 with an `error` object;
+`ratelimited` and `maxlag` are rate_limited, any other code request_failure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import ClassVar, Final, TypeVar
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rypsok.core.engines.base import (
+    Admission,
+    Category,
+    Driver,
+    EngineFailure,
+    EngineRequest,
+    EngineResponse,
+    FailureClass,
+    RawHit,
+    SearchParams,
+    classify_status,
+    retry_after_ms,
+)
+
+# Lower-case byte strings that mark a CAPTCHA or anti-bot interstitial.
+_CHALLENGE_MARKERS: Final = (
+    b"captcha",
+    b"cf-chl",
+    b"challenge-platform",
+    b"cf-browser-verification",
+    b"just a moment...",
+    b"attention required",
+    b"verify you are human",
+    b"are you a robot",
+    b"unusual traffic",
+    b"ddos-guard",
+    b"_incapsula_resource",
+)
+_THROTTLE_CODES: Final = frozenset({"ratelimited", "maxlag"})
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+
+
+class _ApiError(_Model):
+    code: str
+
+
+class _Answer(_Model):
+    search: list[object]
+
+
+class _Term(_Model):
+    value: str
+
+
+class _Display(_Model):
+    label: _Term | None = None
+    description: _Term | None = None
+
+
+class _Entity(_Model):
+    id: str = Field(pattern=r"^Q[1-9][0-9]{0,11}$")
+    label: str | None = None
+    description: str | None = None
+    display: _Display | None = None
+
+    def title(self) -> str | None:
+        """The label in the asked language or its fallback; None when the entity has none."""
+        display = self.display.label.value if self.display and self.display.label else None
+        return display or self.label or None
+
+    def snippet(self) -> str:
+        display = (
+            self.display.description.value if self.display and self.display.description else None
+        )
+        return display or self.description or ""
+
+
+class Wikidata(Driver):
+    """Wikidata items through `action=wbsearchentities`."""
+
+    id: ClassVar[str] = "wikidata"
+    categories: ClassVar[frozenset[Category]] = frozenset({Category.GENERAL})
+    languages: ClassVar[frozenset[str]] = frozenset(
+        {
+            "ar", "bg", "bn", "ca", "cs", "cy", "da", "de", "el", "en", "eo", "es", "et",
+            "eu", "fa", "fi", "fr", "ga", "gl", "he", "hi", "hr", "hu", "hy", "id", "it",
+            "ja", "ka", "kk", "ko", "la", "lt", "lv", "mk", "ms", "nb", "nl", "nn", "pl",
+            "pt", "ro", "ru", "sk", "sl", "sq", "sr", "sv", "sw", "ta", "th", "tr", "uk",
+            "ur", "vi", "zh",
+        }
+    )  # fmt: skip
+    # Labels are at most 250 characters, so a longer string cannot match one (U).
+    max_query_chars: ClassVar[int] = 250
+    admission: ClassVar[Admission] = Admission(
+        min_interval_ms=100,  # no published read cap; a polite self-imposed spacing
+        max_concurrency=1,  # API etiquette: serial requests
+        cacheable=True,
+        attribution_required=False,  # structured data is CC0
+        max_body_bytes=1024 * 1024,
+    )
+    default_endpoint: ClassVar[str] = "https://www.wikidata.org/w/api.php"
+    _max_per_request: ClassVar[int] = 50  # wbsearchentities `limit` ceiling
+    _fallback_language: ClassVar[str] = "en"
+
+    def build_request(self, params: SearchParams) -> EngineRequest:
+        language = params.language or self._fallback_language
+        return EngineRequest(
+            url=self.endpoint,
+            params=(
+                ("action", "wbsearchentities"),
+                ("search", params.query),
+                ("language", language),
+                ("uselang", language),
+                ("type", "item"),
+                ("limit", str(min(params.results, self._max_per_request))),
+                ("format", "json"),
+                ("formatversion", "2"),
+            ),
+        )
+
+    def parse(self, response: EngineResponse) -> list[RawHit]:
+        _raise_for_status(response)
+        document = _decode_json(response)
+        if isinstance(document, dict) and "error" in document:
+            raise _api_failure(document["error"], response.headers)
+        answer = _validate(_Answer, document)
+        hits = [
+            hit
+            for position, item in enumerate(answer.search, start=1)
+            if (hit := self._hit(position, item)) is not None
+        ]
+        # Hits that all fail validation are a format drift, not "no results".
+        if answer.search and not hits:
+            raise EngineFailure(FailureClass.PARSE_FAILURE)
+        return hits
+
+    def _hit(self, position: int, item: object) -> RawHit | None:
+        """One hit, or None when it lacks an item id or a label: that hit is skipped."""
+        try:
+            entity = _Entity.model_validate(item)
+        except ValidationError:
+            return None
+        title = entity.title()
+        if title is None:
+            return None
+        host = urlsplit(self.default_endpoint).netloc
+        return RawHit(
+            rank=position,
+            url=f"https://{host}/wiki/{entity.id}",
+            title=title,
+            snippet=entity.snippet(),
+        )
+
+
+def _raise_for_status(response: EngineResponse) -> None:
+    """Raise the failure that the status, headers or an interstitial page signal."""
+    status = response.status
+    if status == 429:
+        raise EngineFailure(
+            FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(response.headers)
+        )
+    if _is_html(response) and _has_challenge(response.body):
+        raise EngineFailure(FailureClass.BLOCKED)
+    if 200 <= status < 300:
+        return
+    if status == 403:
+        # No credential is sent, so a 403 refuses the client (User-Agent policy,
+        # abuse filter), not a key: blocked, never auth_failure.
+        raise EngineFailure(FailureClass.BLOCKED)
+    failure_class = classify_status(status) or FailureClass.REQUEST_FAILURE
+    raise EngineFailure(failure_class, retry_after_ms=retry_after_ms(response.headers))
+
+
+def _api_failure(error: object, headers: Mapping[str, str]) -> EngineFailure:
+    """The class of a MediaWiki `error` object; its text never leaves the driver."""
+    try:
+        code = _ApiError.model_validate(error).code
+    except ValidationError:
+        return EngineFailure(FailureClass.PARSE_FAILURE)
+    if code in _THROTTLE_CODES:
+        return EngineFailure(FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(headers))
+    return EngineFailure(FailureClass.REQUEST_FAILURE)
+
+
+def _media_type(headers: Mapping[str, str]) -> str:
+    return headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+def _is_html(response: EngineResponse) -> bool:
+    if _media_type(response.headers) in ("text/html", "application/xhtml+xml"):
+        return True
+    return response.body[:512].lstrip().lower().startswith((b"<!doctype html", b"<html"))
+
+
+def _has_challenge(body: bytes) -> bool:
+    sample = body[:65536].lower()
+    return any(marker in sample for marker in _CHALLENGE_MARKERS)
+
+
+def _decode_json(response: EngineResponse) -> object:
+    """The JSON document, or parse_failure for anything else (HTML, text, truncation)."""
+    media_type = _media_type(response.headers)
+    if media_type and media_type != "application/json" and not media_type.endswith("+json"):
+        raise EngineFailure(FailureClass.PARSE_FAILURE)
+    try:
+        return json.loads(response.body)
+    except (ValueError, RecursionError):
+        pass
+    # Raised outside the handler, so no exception holding the body is chained.
+    raise EngineFailure(FailureClass.PARSE_FAILURE)
+
+
+def _validate(model: type[_M], document: object) -> _M:
+    try:
+        return model.model_validate(document)
+    except ValidationError:
+        pass
+    raise EngineFailure(FailureClass.PARSE_FAILURE)

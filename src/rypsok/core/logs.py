@@ -1,0 +1,54 @@
+"""Structured log lines on standard error (REQ-OBS-005, REQ-PRIV-004).
+
+Each line is one JSON object: time, level, event and the fields the caller
+gave. Fields are rypsok's own values (ids, hosts that passed policy, counts,
+timings, outcomes, decisions); query text, URL paths, page content and
+secrets are never passed here at the default level. Standard output is not
+touched: on stdio it belongs to MCP alone (REQ-MCP-002).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from typing import Any
+
+ROOT = "rypsok"
+
+
+class JsonLineFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "event": record.getMessage(),
+        }
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            line.update(fields)
+        if record.exc_info and record.exc_info[0] is not None:
+            # The class only: exception text may carry external data.
+            line["exception"] = record.exc_info[0].__name__
+        return json.dumps(line, ensure_ascii=True, separators=(",", ":"), default=str)
+
+
+def configure(level: int = logging.INFO) -> None:
+    """Send rypsok's and the SDK's records to stderr as JSON lines."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLineFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    logging.getLogger(ROOT).setLevel(level)
+
+
+def event(logger: logging.Logger, name: str, level: int = logging.INFO, **fields: Any) -> None:
+    if logger.isEnabledFor(level):
+        logger.log(level, name, extra={"fields": fields})
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000.0

@@ -1,0 +1,84 @@
+"""The MCP adapter: tools generated from the contract, calls handed to the services.
+
+Thin by design (REQ-ARCH-001, REQ-MAIN-002): it translates `ToolSpec`s into MCP
+tool definitions once, routes `tools/call` to `Services.call`, and renders an
+`Answer` as structured content plus its JSON text (REQ-MCP-011). Refusals are
+tool execution errors (isError); only an unknown tool is a protocol error
+(REQ-ERR-003).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from rypsok import __version__
+from rypsok.core.contract import INSTRUCTIONS, ToolSpec
+from rypsok.core.services import Answer, Services, UnknownTool
+
+SERVER_NAME = "rypsok"
+
+
+def mcp_tool(spec: ToolSpec) -> types.Tool:
+    hints = spec.hints()
+    return types.Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.input_schema(),
+        output_schema=spec.output_schema(),
+        annotations=types.ToolAnnotations(
+            read_only_hint=hints["readOnlyHint"],
+            destructive_hint=hints["destructiveHint"],
+            idempotent_hint=hints["idempotentHint"],
+            open_world_hint=hints["openWorldHint"],
+        ),
+    )
+
+
+def render(answer: Answer, structured: bool) -> types.CallToolResult:
+    text = json.dumps(answer.payload, ensure_ascii=False, separators=(",", ":"))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=answer.payload if structured else None,
+        is_error=answer.is_error,
+    )
+
+
+def caller_of(ctx: ServerRequestContext[Any]) -> str:
+    """The caller identity for per-caller limits: the process itself on stdio."""
+    return "local"
+
+
+def build_server(services: Services) -> Server[Any]:
+    tools = [mcp_tool(spec) for spec in services.tools()]
+    structured = services.config.output.structured_content
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        try:
+            answer = await services.call(params.name, params.arguments, caller_of(ctx))
+        except UnknownTool:
+            valid = ", ".join(t.name for t in tools)
+            raise MCPError(
+                code=types.INVALID_PARAMS, message=f"Unknown tool. Tools: {valid}."
+            ) from None
+        return render(answer, structured)
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
