@@ -11,10 +11,15 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
+from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from rypsok.core.config import Config, parse_config
 from rypsok.core.engines.registry import known_ids
+from rypsok.mcp.server import build_server
 
 SERVE = [sys.executable, "-m", "rypsok", "serve"]
 
@@ -84,3 +89,127 @@ class RawServer:
         if self.process.poll() is None:
             self.process.kill()
             self.process.communicate()
+
+
+ENGINE_PATHS = {
+    "wikipedia": "/w/api.php",
+    "wikidata": "/wikidata/w/api.php",
+    "arxiv": "/api/query",
+    "github": "/search/repositories",
+    "hackernews": "/api/v1/search",
+}
+OK_FIXTURES = {
+    "wikipedia": "ok.json",
+    "wikidata": "ok.json",
+    "arxiv": "ok.xml",
+    "github": "ok.json",
+    "hackernews": "ok.json",
+}
+
+
+def engines_toml(base_url: str, extra: str = "") -> str:
+    """A configuration pointing every engine at a local fake provider.
+
+    The endpoints are explicit (REQ-SEC-017 allows plain http and loopback for
+    them), and loopback is allowed by an explicit egress rule injected here.
+    """
+    lines = ["schema_version = 1", "[egress]", 'allow = ["127.0.0.1/32"]']
+    for engine, path in ENGINE_PATHS.items():
+        lines += [f"[engines.{engine}]", f'endpoint = "{base_url}{path}"']
+    return "\n".join(lines) + "\n" + extra
+
+
+def engines_config(base_url: str, **sections: Any) -> Config:
+    """The same configuration as `engines_toml`, built in code."""
+    engines = {e: {"endpoint": f"{base_url}{p}"} for e, p in ENGINE_PATHS.items()}
+    data: dict[str, Any] = {"egress": {"allow": ["127.0.0.1/32"]}, "engines": engines}
+    for name, section in sections.items():
+        data[name] = {**data.get(name, {}), **section}
+    return config_from(data)
+
+
+async def call_tool(
+    services: Any, tool: str, arguments: Mapping[str, Any]
+) -> tuple[dict[str, Any], str]:
+    """One call through the SDK's in-memory client: (structured content, JSON text)."""
+    async with Client(build_server(services)) as client:
+        result = await client.call_tool(tool, dict(arguments))
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert result.structured_content is not None
+    assert json.loads(text) == result.structured_content
+    assert result.is_error == (result.structured_content["outcome"] == "error")
+    return result.structured_content, text
+
+
+class AsyncRawServer:
+    """rypsok serve over real pipes, driven from the test's event loop in raw JSON-RPC.
+
+    Needed where a fake provider on the same loop must keep answering while the
+    test waits for rypsok.
+    """
+
+    def __init__(self, process: Any) -> None:
+        self.process = process
+        self._stdout = BufferedByteReceiveStream(process.stdout)
+        self.stdout_lines: list[bytes] = []
+
+    @classmethod
+    async def start(cls, config: pathlib.Path | None = None) -> AsyncRawServer:
+        process = await anyio.open_process(SERVE, env=child_env(config))
+        return cls(process)
+
+    async def send(self, message: Mapping[str, Any]) -> None:
+        await self.process.stdin.send(json.dumps(message).encode() + b"\n")
+
+    async def receive(self) -> dict[str, Any]:
+        line = await self._stdout.receive_until(b"\n", 10 * 1024 * 1024)
+        self.stdout_lines.append(line)
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    async def request(
+        self, request_id: int, method: str, params: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        await self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        while True:
+            message = await self.receive()
+            if message.get("id") == request_id:
+                return message
+
+    async def handshake(self, version: str) -> dict[str, Any]:
+        if version in MODERN_PROTOCOL_VERSIONS:
+            return {}
+        reply = await self.request(
+            0,
+            "initialize",
+            {"protocolVersion": version, "capabilities": {},
+             "clientInfo": {"name": "rypsok-tests", "version": "0"}},
+        )  # fmt: skip
+        await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
+    async def close(self) -> None:
+        with anyio.move_on_after(5):
+            await self.process.stdin.aclose()
+            await self.process.wait()
+        if self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+
+
+def params_for(version: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Request params for a revision: the handshake-free one carries its version in _meta."""
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        return dict(params)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return {**params, "_meta": meta}
+
+
+async def wait_until(predicate: Any, timeout_s: float, step_s: float = 0.005) -> None:
+    """Poll a recorded fact of a fake server until it holds, or fail after timeout_s."""
+    with anyio.fail_after(timeout_s):
+        while not predicate():  # noqa: ASYNC110 (the records have no event to await)
+            await anyio.sleep(step_s)

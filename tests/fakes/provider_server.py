@@ -150,6 +150,9 @@ class ProviderServer:
         self._writers: set[asyncio.StreamWriter] = set()
         self._closing = asyncio.Event()
         self.requests: list[RecordedRequest] = []
+        # Monotonic times at which a client closed a connection whose request hangs:
+        # the evidence that rypsok aborted a request in flight.
+        self.hangups: list[float] = []
 
     def route(self, path: str, *routes: Route) -> None:
         """Answer `path` with these routes in turn; the last one repeats."""
@@ -216,7 +219,7 @@ class ProviderServer:
                 if request is None:
                     break
                 self.requests.append(request)
-                keep_open = await self._answer(request, writer)
+                keep_open = await self._answer(request, reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass
         except asyncio.CancelledError:
@@ -231,11 +234,13 @@ class ProviderServer:
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
 
-    async def _answer(self, request: RecordedRequest, writer: asyncio.StreamWriter) -> bool:
+    async def _answer(
+        self, request: RecordedRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
         """Write the route's answer; True when the connection may serve another request."""
         route = self._next_route(request.path)
         if route.hang:
-            await self._closing.wait()
+            await self._hang(reader)
             return False
         if route.delay_s and await self._pause(route.delay_s):
             return False
@@ -255,6 +260,17 @@ class ProviderServer:
                 if await self._pause(route.trickle.interval_s):
                     return False
         return keep_alive
+
+    async def _hang(self, reader: asyncio.StreamReader) -> None:
+        """Answer nothing until the server closes or the client hangs up (recorded)."""
+        closing = asyncio.ensure_future(self._closing.wait())
+        hangup = asyncio.ensure_future(reader.read(1))
+        done, pending = await asyncio.wait({closing, hangup}, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        if hangup in done:
+            self.hangups.append(time.monotonic())
 
     async def _pause(self, seconds: float) -> bool:
         """Wait `seconds`, or less when the server closes first; True when it did."""

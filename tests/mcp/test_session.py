@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-
 from mcp import Client
+
 from rypsok.core.logs import JsonLineFormatter
 from rypsok.core.services import Services
 from rypsok.mcp.server import build_server
-from tests.support import config_from
+from tests.fakes.provider_server import ProviderServer, Route
+from tests.support import ENGINE_PATHS, OK_FIXTURES, config_from, engines_config
 
 # Shaped like a GitHub personal access token; synthetic.
 CANARY = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -27,6 +29,13 @@ async def call(
     text = result.content[0]
     assert json.loads(text.text) == result.structured_content  # type: ignore[union-attr]
     return result.structured_content, result.is_error
+
+
+@pytest.fixture
+async def providers() -> AsyncIterator[ProviderServer]:
+    routes = {p: Route.fixture(e, OK_FIXTURES[e]) for e, p in ENGINE_PATHS.items()}
+    async with ProviderServer(routes) as server:
+        yield server
 
 
 def log_text(caplog: pytest.LogCaptureFixture) -> str:
@@ -54,37 +63,43 @@ async def test_deny_mode_refuses_naming_kind_and_position_never_the_value(
 
 
 @pytest.mark.req("REQ-PRIV-002", "REQ-TEST-008")
-@pytest.mark.parametrize(("mode", "code"), [("warn", "credential_warning"),
-                                            ("mask", "credential_masked")])  # fmt: skip
-async def test_warn_and_mask_modes_add_a_notice(mode: str, code: str) -> None:
-    """REQ-PRIV-002, REQ-TEST-008: warn and mask let the call go on with a notice."""
-    services = Services(config_from({"privacy": {"credential_check": mode}}))
+@pytest.mark.parametrize(
+    ("mode", "codes", "sent_as_given"),
+    [
+        ("warn", ["credential_warning"], True),
+        ("mask", ["credential_masked"], False),
+        ("off", [], True),
+    ],
+)
+async def test_warn_mask_and_off_modes(
+    providers: ProviderServer, mode: str, codes: list[str], sent_as_given: bool
+) -> None:
+    """REQ-PRIV-002, REQ-TEST-008: warn and mask notify; mask replaces the value on the wire."""
+    config = engines_config(providers.base_url, privacy={"credential_check": mode})
+    services = Services(config)
     payload, _ = await call(services, "web_search", {"query": f"{CANARY} error"})
-    assert [n["code"] for n in payload["notices"]] == [code]
-    assert payload["error"]["detail"]["reason"] != "credential"
+    await services.aclose()
+    assert [n["code"] for n in payload["notices"] if n["code"].startswith("credential")] == codes
+    assert payload["outcome"] == "ok"
+    sent = providers.requests_to(ENGINE_PATHS["wikipedia"])[0].param("srsearch") or ""
+    assert (CANARY in sent) is sent_as_given
+    assert sent.endswith(" error")
     assert CANARY not in json.dumps(payload)
-
-
-@pytest.mark.req("REQ-PRIV-002", "REQ-TEST-008")
-async def test_off_mode_checks_nothing() -> None:
-    """REQ-PRIV-002, REQ-TEST-008: off sends the query on without a notice."""
-    services = Services(config_from({"privacy": {"credential_check": "off"}}))
-    payload, _ = await call(services, "web_search", {"query": f"{CANARY} error"})
-    assert payload["notices"] == []
-    assert payload["error"]["detail"]["reason"] != "credential"
 
 
 @pytest.mark.req("REQ-PRIV-004", "REQ-TEST-008", "REQ-OBS-005")
 async def test_queries_never_reach_the_log_at_default_level(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, providers: ProviderServer
 ) -> None:
     """REQ-PRIV-004, REQ-TEST-008: a call's log line has ids and outcome, not the query."""
     caplog.set_level(logging.INFO, logger="rypsok")
-    services = Services(config_from({}))
-    await call(services, "web_search", {"query": "confidential merger plans zebra"})
+    services = Services(engines_config(providers.base_url))
+    payload, _ = await call(services, "web_search", {"query": "confidential merger plans zebra"})
+    assert payload["outcome"] == "ok"  # the engines were asked, and logged their requests
     await call(services, "web_fetch", {"url": "https://example.org/private/path?q=zebra"})
     text = log_text(caplog)
     assert '"event":"call"' in text and '"request_id"' in text and '"duration_ms"' in text
+    assert '"event":"engine_request"' in text and '"host":"127.0.0.1:' in text
     assert "zebra" not in text and "private/path" not in text
 
 

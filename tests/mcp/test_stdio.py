@@ -9,10 +9,10 @@ import time
 from typing import Any
 
 import pytest
+from mcp import Client, ClientSession
 from mcp.client.stdio import stdio_client
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from mcp import Client, ClientSession
 from rypsok.core import limits
 from tests.support import RawServer, stdio_params, write_config
 

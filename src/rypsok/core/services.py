@@ -16,6 +16,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
+from rypsok import PROJECT_URL, __version__
 from rypsok.core import contract, limits, logs
 from rypsok.core.config import Config, load_config
 from rypsok.core.contract import (
@@ -28,11 +31,14 @@ from rypsok.core.contract import (
     ToolSpec,
     UnavailableReason,
 )
+from rypsok.core.egress.client import EgressClient
+from rypsok.core.egress.policy import EgressRules
 from rypsok.core.engines import registry
-from rypsok.core.engines.base import Category, Driver
+from rypsok.core.engines.base import Category, Driver, TimeRange
 from rypsok.core.invocation import InvocationLimiter
 from rypsok.core.metrics import Metrics
 from rypsok.core.privacy import CredentialMode, find_credentials, mask_credentials
+from rypsok.core.search.aggregate import SearchPipeline, SearchRequest
 
 log = logging.getLogger("rypsok.call")
 
@@ -47,7 +53,8 @@ class Answer:
     is_error: bool
 
 
-Operation = Callable[[dict[str, Any], list[Notice]], Awaitable[contract._Envelope]]
+# (checked arguments with defaults, names the caller gave, notices) -> response
+Operation = Callable[[dict[str, Any], frozenset[str], list[Notice]], Awaitable[contract._Envelope]]
 
 _CREDENTIAL_NAMES = {
     contract.WEB_SEARCH: ("query", "The query"),
@@ -55,13 +62,35 @@ _CREDENTIAL_NAMES = {
 }
 
 
+def user_agent(contact: str | None) -> str:
+    """The one User-Agent of every request (REQ-CMP-004)."""
+    tail = f"; {contact}" if contact else ""
+    return f"rypsok/{__version__} (+{PROJECT_URL}{tail})"
+
+
 class Services:
     """Holds the process state (configuration, engines, limits, metrics) for every call."""
 
-    def __init__(self, config: Config, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        egress: EgressClient | None = None,
+    ) -> None:
         self.config = config
         self.metrics = Metrics()
         self.engines: list[tuple[Driver, bool]] = registry.configured_engines(config)
+        self.egress = egress or EgressClient(
+            user_agent=user_agent(config.operator.contact),
+            rules=EgressRules.from_strings(allow=config.egress.allow, deny=config.egress.deny),
+            proxy=config.egress.proxy,
+            fetch_allow_http=config.fetch.allow_http,
+            fetch_extra_ports=config.fetch.ports,
+        )
+        self.search_pipeline = SearchPipeline(
+            self.active_engines(), self.egress, config, self.metrics, clock
+        )
         self._limiter = InvocationLimiter(
             {
                 contract.WEB_SEARCH: config.limits.web_search_per_minute,
@@ -122,7 +151,8 @@ class Services:
         try:
             self._admit(name, caller)
             checked = contract.validate_arguments(spec, arguments)
-            response = await self._operations[name](checked, notices)
+            given = frozenset(arguments or ())
+            response = await self._operations[name](checked, given, notices)
         except ToolError as refusal:
             response = spec.output_model(outcome=Outcome.ERROR, notices=notices, error=refusal.info)
         except Exception as exc:  # any other failure is ours, never the caller's to read
@@ -218,19 +248,32 @@ class Services:
     # -- the operations -------------------------------------------------------------------
 
     async def _web_search(
-        self, args: dict[str, Any], notices: list[Notice]
+        self, args: dict[str, Any], given: frozenset[str], notices: list[Notice]
     ) -> contract.WebSearchOutput:
         query = contract.check_text_length("query", args["query"], limits.QUERY_MAX_CHARS)
-        self._screen(contract.WEB_SEARCH, query, notices)
+        query = self._screen(contract.WEB_SEARCH, query, notices)
+        request = SearchRequest(
+            query=query,
+            category=Category(args["category"]),
+            max_results=args["max_results"],
+            # The operator's default language is a preference passed to engines that
+            # take one; only a language the caller asked for skips other engines.
+            language=args["language"] if "language" in given else None,
+            preferred_language=args["language"],
+            time_range=TimeRange(args["time_range"]) if args["time_range"] else None,
+        )
+        ceiling_s = self.config.search.ceiling_ms / 1000.0
+        with anyio.move_on_after(ceiling_s):
+            return await self.search_pipeline.search(request, notices)
         raise ToolError(
             ErrorKind.UNAVAILABLE,
-            "web_search is not built yet in this version of rypsok; no search was made.",
-            reason=UnavailableReason.NOT_BUILT,
-            retryable=False,
+            "The search hit its time ceiling; retry later.",
+            reason=UnavailableReason.DEADLINE,
+            retryable=True,
         )
 
     async def _web_fetch(
-        self, args: dict[str, Any], notices: list[Notice]
+        self, args: dict[str, Any], given: frozenset[str], notices: list[Notice]
     ) -> contract.WebFetchOutput:
         url = contract.check_text_length("url", args["url"], limits.URL_MAX_CHARS)
         self._screen(contract.WEB_FETCH, url, notices)
@@ -242,7 +285,7 @@ class Services:
         )
 
     async def _engine_status(
-        self, args: dict[str, Any], notices: list[Notice]
+        self, args: dict[str, Any], given: frozenset[str], notices: list[Notice]
     ) -> contract.EngineStatusOutput:
         engines = [
             contract.EngineHealth(
@@ -258,6 +301,7 @@ class Services:
 
     async def aclose(self) -> None:
         """Release what the process holds (connections, tasks)."""
+        await self.egress.aclose()
 
 
 def load_configuration(path: str | None) -> Config:

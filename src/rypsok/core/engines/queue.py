@@ -1,0 +1,110 @@
+"""Per-engine admission: one queue per engine, spaced by its rate, capped by its concurrency.
+
+Decision 1 of the specification, REQ-CMP-002, REQ-AGG-005, REQ-AGG-008. A
+request takes, in this order and first come first served:
+
+1. a slot of the engine's concurrency cap (LIM-C2, or lower per record);
+2. a slot of the process-wide cap (LIM-C1);
+3. a start time: the later of now and the engine's next free start, which it
+   then pushes one spacing further. Reading and pushing happen with no await
+   in between, so concurrent searches queue up instead of racing a shared
+   "has enough time passed?" check.
+
+A request whose start time would come after its deadline is not sent: it is
+reported `timeout` (decision 1). A 429 or Retry-After doubles the spacing and
+pushes the next start past the Retry-After (capped at LIM-B4); a run of
+successes halves the spacing back towards the record's. Nothing is retried
+here: retrying is the circuit breaker's task (REQ-AGG-008).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import anyio
+
+from rypsok.core import limits
+from rypsok.core.engines.base import EngineFailure, FailureClass
+
+# Connection set-up makes a request reach the provider a little after its start;
+# this margin keeps two arrivals at least one spacing apart even so.
+SPACING_MARGIN_MS = 50
+# Widening stops here: beyond it the circuit breaker takes over.
+MAX_SPACING_FACTOR = 64
+# Successes in a row that halve a widened spacing.
+SUCCESSES_TO_DECAY = 5
+
+
+class EngineQueue:
+    """The admission queue of one engine. Instances are shared by all searches."""
+
+    def __init__(
+        self,
+        *,
+        min_interval_ms: int,
+        max_concurrency: int,
+        process_slots: anyio.CapacityLimiter,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.min_interval_ms = min_interval_ms
+        self._engine_slots = anyio.Semaphore(max_concurrency)
+        self._process_slots = process_slots
+        self._clock = clock
+        self._next_start = 0.0
+        self._factor = 1
+        self._successes = 0
+        self._blocked_until = 0.0
+
+    @property
+    def spacing_s(self) -> float:
+        if self.min_interval_ms == 0 and self._factor == 1:
+            return 0.0
+        base_ms = max(self.min_interval_ms, 100) if self._factor > 1 else self.min_interval_ms
+        return (base_ms * self._factor + SPACING_MARGIN_MS) / 1000.0
+
+    def _reserve_start(self) -> float:
+        now = self._clock()
+        start = max(now, self._next_start, self._blocked_until)
+        self._next_start = start + self.spacing_s
+        return start
+
+    @asynccontextmanager
+    async def turn(self, deadline: float) -> AsyncIterator[None]:
+        """Wait for this request's turn; EngineFailure(timeout) if it comes too late."""
+        with anyio.move_on_after(max(0.0, deadline - self._clock())) as waiting:
+            await self._engine_slots.acquire()
+        if waiting.cancelled_caught:
+            raise EngineFailure(FailureClass.TIMEOUT)
+        try:
+            with anyio.move_on_after(max(0.0, deadline - self._clock())) as waiting:
+                await self._process_slots.acquire()
+            if waiting.cancelled_caught:
+                raise EngineFailure(FailureClass.TIMEOUT)
+            try:
+                start = self._reserve_start()
+                if start >= deadline:
+                    raise EngineFailure(FailureClass.TIMEOUT)
+                await anyio.sleep(max(0.0, start - self._clock()))
+                yield
+            finally:
+                self._process_slots.release()
+        finally:
+            self._engine_slots.release()
+
+    def rate_limited(self, retry_after_ms: int | None) -> None:
+        """A 429 or throttle signal: widen the spacing, honour Retry-After."""
+        self._factor = min(self._factor * 2, MAX_SPACING_FACTOR)
+        self._successes = 0
+        if retry_after_ms is not None:
+            wait_ms = min(retry_after_ms, limits.RETRY_AFTER_MAX_MS)
+            self._blocked_until = max(self._blocked_until, self._clock() + wait_ms / 1000.0)
+
+    def succeeded(self) -> None:
+        if self._factor == 1:
+            return
+        self._successes += 1
+        if self._successes >= SUCCESSES_TO_DECAY:
+            self._factor //= 2
+            self._successes = 0
