@@ -100,6 +100,11 @@ async def test_queries_never_reach_the_log_at_default_level(
     text = log_text(caplog)
     assert '"event":"call"' in text and '"request_id"' in text and '"duration_ms"' in text
     assert '"event":"engine_request"' in text and '"host":"127.0.0.1:' in text
+    lines = [json.loads(line) for line in text.splitlines()]
+    search_call = next(x for x in lines if x["event"] == "call" and x["tool"] == "web_search")
+    engine_lines = [x for x in lines if x["event"] == "engine_request"]
+    assert {x["request_id"] for x in engine_lines} == {search_call["request_id"]}
+    assert all({"engine", "host", "duration_ms", "hits", "outcome"} <= set(x) for x in engine_lines)
     assert "zebra" not in text and "private/path" not in text
 
 

@@ -236,3 +236,22 @@ def test_disabled_engine_status_leaves_the_tool_list(tmp_path: pathlib.Path) -> 
     finally:
         server.close_stdin_and_wait(timeout_s=10)
         server.kill()
+
+
+@pytest.mark.req("REQ-CFG-003", "REQ-SEARCH-002", "REQ-OPS-003")
+def test_zero_configuration_serves_every_category_and_logs_engine_states() -> None:
+    """REQ-CFG-003, REQ-SEARCH-002: with no file, keyless engines serve all four categories."""
+    server = RawServer()
+    try:
+        handshake(server, HANDSHAKE_PROTOCOL_VERSIONS[-1])
+        tools = server.request(1, "tools/list", {})["result"]["tools"]
+    finally:
+        _, _, err = server.close_stdin_and_wait(timeout_s=10)
+        server.kill()
+    category = tools[0]["inputSchema"]["properties"]["category"]
+    assert category["enum"] == ["general", "news", "science", "code"]
+    assert category["default"] == "general"
+    lines = [json.loads(line) for line in err.decode().splitlines() if line.strip()]
+    states = {line["engine"]: line["state"] for line in lines if line["event"] == "engine"}
+    assert set(states) >= {"wikipedia", "wikidata", "arxiv", "github", "hackernews"}
+    assert all(state in ("active", "inactive_no_key", "disabled") for state in states.values())

@@ -9,6 +9,7 @@ touched: on stdio it belongs to MCP alone (REQ-MCP-002).
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import sys
@@ -16,6 +17,12 @@ import time
 from typing import Any
 
 ROOT = "rypsok"
+
+# The id of the call being served; tasks started for the call inherit it, so
+# every line a call causes (engine requests included) carries its id.
+request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "rypsok_request_id", default=None
+)
 
 
 class JsonLineFormatter(logging.Formatter):
@@ -45,9 +52,18 @@ def configure(level: int = logging.INFO) -> None:
     logging.getLogger(ROOT).setLevel(level)
 
 
-def event(logger: logging.Logger, name: str, level: int = logging.INFO, **fields: Any) -> None:
+def event(
+    logger: logging.Logger,
+    name: str,
+    level: int = logging.INFO,
+    exc_info: BaseException | None = None,
+    **fields: Any,
+) -> None:
+    """Log one structured line, stamped with the id of the call being served."""
     if logger.isEnabledFor(level):
-        logger.log(level, name, extra={"fields": fields})
+        current = request_id.get()
+        stamped = {"request_id": current, **fields} if current is not None else fields
+        logger.log(level, name, extra={"fields": stamped}, exc_info=exc_info)
 
 
 def monotonic_ms() -> float:

@@ -53,8 +53,16 @@ class Answer:
     is_error: bool
 
 
-# (checked arguments with defaults, names the caller gave, notices) -> response
-Operation = Callable[[dict[str, Any], frozenset[str], list[Notice]], Awaitable[contract._Envelope]]
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """What an operation knows of its call besides the checked arguments."""
+
+    caller: str  # the identity for limits and in-flight sharing
+    given: frozenset[str]  # argument names the caller gave (the rest are defaults)
+    notices: list[Notice]
+
+
+Operation = Callable[[dict[str, Any], CallContext], Awaitable[contract._Envelope]]
 
 _CREDENTIAL_NAMES = {
     contract.WEB_SEARCH: ("query", "The query"),
@@ -146,17 +154,27 @@ class Services:
         if spec is None:
             raise UnknownTool(name)
         request_id = uuid.uuid4().hex[:16]
+        token = logs.request_id.set(request_id)
+        try:
+            response = await self._answer(spec, arguments, caller)
+        finally:
+            logs.request_id.reset(token)
+        return Answer(response.wire(), response.outcome is Outcome.ERROR)
+
+    async def _answer(
+        self, spec: ToolSpec, arguments: Mapping[str, object] | None, caller: str
+    ) -> contract._Envelope:
         started = time.monotonic()
         notices: list[Notice] = []
         try:
-            self._admit(name, caller)
+            self._admit(spec.name, caller)
             checked = contract.validate_arguments(spec, arguments)
-            given = frozenset(arguments or ())
-            response = await self._operations[name](checked, given, notices)
+            context = CallContext(caller, frozenset(arguments or ()), notices)
+            response = await self._operations[spec.name](checked, context)
         except ToolError as refusal:
             response = spec.output_model(outcome=Outcome.ERROR, notices=notices, error=refusal.info)
         except Exception as exc:  # any other failure is ours, never the caller's to read
-            log.error("call_failed", extra={"fields": {"request_id": request_id}}, exc_info=exc)
+            logs.event(log, "call_failed", logging.ERROR, exc_info=exc)
             response = spec.output_model(
                 outcome=Outcome.ERROR,
                 error=ToolError(
@@ -166,8 +184,8 @@ class Services:
                     retryable=True,
                 ).info,
             )
-        self._record(name, request_id, started, response)
-        return Answer(response.wire(), response.outcome is Outcome.ERROR)
+        self._record(spec.name, started, response)
+        return response
 
     def _admit(self, tool: str, caller: str) -> None:
         retry_ms = self._limiter.admit(tool, caller)
@@ -180,9 +198,7 @@ class Services:
                 retryable=True,
             )
 
-    def _record(
-        self, tool: str, request_id: str, started: float, response: contract._Envelope
-    ) -> None:
+    def _record(self, tool: str, started: float, response: contract._Envelope) -> None:
         elapsed_ms = (time.monotonic() - started) * 1000.0
         error = response.error
         self.metrics.call_finished(tool, elapsed_ms, error.kind.value if error else None)
@@ -195,7 +211,6 @@ class Services:
         logs.event(
             log,
             "call",
-            request_id=request_id,
             tool=tool,
             outcome=response.outcome.value,
             error_kind=error.kind.value if error else None,
@@ -248,23 +263,24 @@ class Services:
     # -- the operations -------------------------------------------------------------------
 
     async def _web_search(
-        self, args: dict[str, Any], given: frozenset[str], notices: list[Notice]
+        self, args: dict[str, Any], call: CallContext
     ) -> contract.WebSearchOutput:
         query = contract.check_text_length("query", args["query"], limits.QUERY_MAX_CHARS)
-        query = self._screen(contract.WEB_SEARCH, query, notices)
+        query = self._screen(contract.WEB_SEARCH, query, call.notices)
         request = SearchRequest(
             query=query,
             category=Category(args["category"]),
             max_results=args["max_results"],
             # The operator's default language is a preference passed to engines that
             # take one; only a language the caller asked for skips other engines.
-            language=args["language"] if "language" in given else None,
+            language=args["language"] if "language" in call.given else None,
             preferred_language=args["language"],
             time_range=TimeRange(args["time_range"]) if args["time_range"] else None,
+            caller=call.caller,
         )
         ceiling_s = self.config.search.ceiling_ms / 1000.0
         with anyio.move_on_after(ceiling_s):
-            return await self.search_pipeline.search(request, notices)
+            return await self.search_pipeline.search(request, call.notices)
         raise ToolError(
             ErrorKind.UNAVAILABLE,
             "The search hit its time ceiling; retry later.",
@@ -272,11 +288,9 @@ class Services:
             retryable=True,
         )
 
-    async def _web_fetch(
-        self, args: dict[str, Any], given: frozenset[str], notices: list[Notice]
-    ) -> contract.WebFetchOutput:
+    async def _web_fetch(self, args: dict[str, Any], call: CallContext) -> contract.WebFetchOutput:
         url = contract.check_text_length("url", args["url"], limits.URL_MAX_CHARS)
-        self._screen(contract.WEB_FETCH, url, notices)
+        self._screen(contract.WEB_FETCH, url, call.notices)
         raise ToolError(
             ErrorKind.UNAVAILABLE,
             "web_fetch is not built yet in this version of rypsok; no page was fetched.",
@@ -285,7 +299,7 @@ class Services:
         )
 
     async def _engine_status(
-        self, args: dict[str, Any], given: frozenset[str], notices: list[Notice]
+        self, args: dict[str, Any], call: CallContext
     ) -> contract.EngineStatusOutput:
         engines = [
             contract.EngineHealth(

@@ -271,12 +271,14 @@ async def test_ten_concurrent_arxiv_searches_respect_its_spacing() -> None:
         services = Services(engines_config(server.base_url))
         payloads: list[dict[str, Any]] = []
 
-        async def one() -> None:
-            payloads.append(await search(services, query="qubits", category="science"))
+        async def one(number: int) -> None:
+            # Distinct queries: identical ones in flight would share one request.
+            query = f"qubits {number}"
+            payloads.append(await search(services, query=query, category="science"))
 
         async with anyio.create_task_group() as group:
-            for _ in range(10):
-                group.start_soon(one)
+            for number in range(10):
+                group.start_soon(one, number)
         await services.aclose()
     arrivals = sorted(r.arrived for r in server.requests_to(ENGINE_PATHS["arxiv"]))
     gaps = [b - a for a, b in itertools.pairwise(arrivals)]
@@ -287,3 +289,30 @@ async def test_ten_concurrent_arxiv_searches_respect_its_spacing() -> None:
     refused = [p for p in payloads if p["outcome"] == "error"]
     assert all(p["error"]["detail"]["reason"] == "no_engine_answered" for p in refused)
     assert all("timeout" in p["notices"][0]["message"] for p in refused)
+
+
+@pytest.mark.req("REQ-ENG-002", "REQ-AGG-001")
+async def test_identical_requests_in_flight_are_shared_per_caller() -> None:
+    """Decision 2: identical engine requests of one caller in flight are made once."""
+    slow = {e: Route.fixture(e, OK_FIXTURES[e], delay_s=0.2) for e in ("github", "hackernews")}
+    async with ProviderServer(ok_routes(**slow)) as server:
+        services = Services(engines_config(server.base_url))
+        answers: list[dict[str, Any]] = []
+
+        async def one(caller: str) -> None:
+            answer = await services.call("web_search", {"query": "x", "category": "code"}, caller)
+            answers.append(answer.payload)
+
+        async with anyio.create_task_group() as group:
+            for caller in ("alice", "alice", "alice"):
+                group.start_soon(one, caller)
+        shared = len(server.requests_to(ENGINE_PATHS["hackernews"]))
+        async with anyio.create_task_group() as group:
+            for caller in ("bob", "carol"):
+                group.start_soon(one, caller)
+        await services.aclose()
+    assert shared == 1
+    assert len(server.requests_to(ENGINE_PATHS["hackernews"])) == 3  # 1 shared + bob + carol
+    shared_answers = answers[:3]  # alice's; bob and carol wait for GitHub's 6 s spacing
+    assert len({json.dumps(a["results"]) for a in shared_answers}) == 1
+    assert all(a["outcome"] == "ok" for a in shared_answers)

@@ -21,7 +21,9 @@ An `EngineFailure` carries its class and a Retry-After, never provider text.
 from __future__ import annotations
 
 import abc
+import email.utils
 import enum
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -100,8 +102,10 @@ class EngineRequest:
     """One GET request. `url` is the endpoint without query; params are encoded by egress."""
 
     url: str
-    params: tuple[tuple[str, str], ...] = ()
-    headers: tuple[tuple[str, str], ...] = ()
+    # Params carry the query and headers may carry a key: neither shows in a repr
+    # (REQ-PRIV-004, REQ-SEC-020).
+    params: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     # Header names whose values are credentials: egress sends them to the
     # configured origin only (REQ-SEC-017) and never logs them.
     credential_headers: frozenset[str] = frozenset()
@@ -132,7 +136,7 @@ class EngineSettings:
     """The operator's settings for one engine, already validated by the configuration."""
 
     endpoint: str | None = None  # replaces the driver's default endpoint when set
-    api_key: str | None = None  # resolved secret; never logged
+    api_key: str | None = field(default=None, repr=False)  # resolved secret (REQ-SEC-020)
     extra: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -185,8 +189,29 @@ def classify_status(status: int) -> FailureClass | None:
 
 
 def retry_after_ms(headers: Mapping[str, str]) -> int | None:
-    """Retry-After in milliseconds, delta-seconds form only, capped at LIM-B4."""
+    """Retry-After in milliseconds, capped at LIM-B4; None when absent or malformed.
+
+    Both forms of RFC 9110 §10.2.3 are read: delta-seconds, and an HTTP-date,
+    measured from the response's own Date header when it has one (so the
+    provider's clock, not ours, decides) and from our clock otherwise.
+    """
     raw = headers.get("retry-after", "").strip()
-    if not raw.isdigit() or len(raw) > 10:
+    if raw.isdigit():
+        return min(int(raw[:10]) * 1000, limits.RETRY_AFTER_MAX_MS)
+    until = _http_date(raw)
+    if until is None:
         return None
-    return min(int(raw) * 1000, limits.RETRY_AFTER_MAX_MS)
+    now = _http_date(headers.get("date", "")) or time.time()
+    return max(0, min(int((until - now) * 1000), limits.RETRY_AFTER_MAX_MS))
+
+
+def _http_date(value: str) -> float | None:
+    if not value or len(value) > 64:
+        return None
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if moment.tzinfo is None:
+        return None
+    return moment.timestamp()

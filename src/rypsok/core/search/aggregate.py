@@ -88,6 +88,15 @@ class SearchRequest:
     language: str | None  # asked for by the caller: engines that cannot honour it are skipped
     time_range: TimeRange | None
     preferred_language: str | None = None  # the operator's default, passed where honoured
+    caller: str = "local"  # identical requests in flight are shared per caller only
+
+
+class _Shared:
+    """One engine request in flight that identical requests of the same caller await."""
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.answer: EngineAnswer | None = None  # None: the leader was cancelled
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +141,7 @@ class SearchPipeline:
         process_slots = anyio.CapacityLimiter(config.search.engines_in_flight)
         self._queues = {d.id: self._queue_for(d, process_slots) for d in self.engines}
         self._preference = [d.id for d in self.engines]
+        self._in_flight: dict[tuple[str, str, SearchParams], _Shared] = {}
 
     def _queue_for(self, driver: Driver, process_slots: anyio.CapacityLimiter) -> EngineQueue:
         own = self._config.engines.get(driver.id)
@@ -246,14 +256,35 @@ class SearchPipeline:
         endpoint = driver.endpoint
         return endpoint.split("/")[2] if endpoint.count("/") >= 2 else ""
 
-    async def _ask_all(self, chosen: list[Driver], params: SearchParams) -> list[EngineAnswer]:
+    async def _ask_shared(
+        self, caller: str, driver: Driver, params: SearchParams, deadline: float
+    ) -> EngineAnswer:
+        """Decision 2: an identical request of this caller already in flight is awaited."""
+        key = (caller, driver.id, params)
+        shared = self._in_flight.get(key)
+        if shared is not None:
+            await shared.done.wait()
+            if shared.answer is not None:
+                return shared.answer
+            return await self._ask(driver, params, deadline)  # its leader was cancelled
+        shared = self._in_flight[key] = _Shared()
+        try:
+            shared.answer = await self._ask(driver, params, deadline)
+            return shared.answer
+        finally:
+            del self._in_flight[key]
+            shared.done.set()
+
+    async def _ask_all(
+        self, caller: str, chosen: list[Driver], params: SearchParams
+    ) -> list[EngineAnswer]:
         search = self._config.search
         deadline = self._clock() + (search.deadline_ms - search.reserve_ms) / 1000.0
         answers: dict[str, EngineAnswer] = {}
 
         async def ask(driver: Driver) -> None:
             with anyio.move_on_after(max(0.0, deadline - self._clock())) as scope:
-                answers[driver.id] = await self._ask(driver, params, deadline)
+                answers[driver.id] = await self._ask_shared(caller, driver, params, deadline)
             if scope.cancelled_caught:
                 answers[driver.id] = self._finish(driver.id, deadline, failure=FailureClass.TIMEOUT)
 
@@ -355,7 +386,7 @@ class SearchPipeline:
                 reason=UnavailableReason.NO_ENGINE_AVAILABLE,
                 retryable=False,
             )
-        answers = await self._ask_all(chosen, self._params(request))
+        answers = await self._ask_all(request.caller, chosen, self._params(request))
         failed = [a for a in answers if a.failure is not None]
         notices.extend(_failure_notice(a.engine, a.failure) for a in failed if a.failure)
         if len(failed) == len(answers):
