@@ -213,3 +213,16 @@ async def wait_until(predicate: Any, timeout_s: float, step_s: float = 0.005) ->
     with anyio.fail_after(timeout_s):
         while not predicate():  # noqa: ASYNC110 (the records have no event to await)
             await anyio.sleep(step_s)
+
+
+def fetch_config(base_url: str, **sections: Any) -> Config:
+    """A configuration under which web_fetch may reach one local page server.
+
+    The production egress policy stays in force; loopback is reached only
+    through the explicit allow rule injected here, plain http only because the
+    operator allows it, and the server's ephemeral port is added (REQ-TEST-005).
+    """
+    port = int(base_url.rsplit(":", 1)[1])
+    fetch = {"allow_http": True, "ports": [port], **sections.pop("fetch", {})}
+    data: dict[str, Any] = {"egress": {"allow": ["127.0.0.1/32"]}, "fetch": fetch, **sections}
+    return config_from(data)

@@ -71,6 +71,8 @@ class UnavailableReason(enum.StrEnum):
     NO_ENGINE_AVAILABLE = "no_engine_available"
     HTTP_STATUS = "http_status"
     DEADLINE = "deadline"
+    UNREACHABLE = "unreachable"
+    TOO_MANY_REDIRECTS = "too_many_redirects"
     NOT_BUILT = "not_built"
     SHUTTING_DOWN = "shutting_down"
     BUSY = "busy"

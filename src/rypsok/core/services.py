@@ -304,14 +304,18 @@ class Services:
         engines = [
             contract.EngineHealth(
                 id=driver.id,
-                state=contract.EngineState.CLOSED
-                if enabled and driver.active
-                else contract.EngineState.DISABLED,
+                state=self._engine_state(driver, enabled),
                 median_latency_ms=self.metrics.median_engine_latency_ms(driver.id),
             )
             for driver, enabled in self.engines
         ]
         return contract.EngineStatusOutput(outcome=Outcome.OK, engines=engines)
+
+    def _engine_state(self, driver: Driver, enabled: bool) -> contract.EngineState:
+        breaker = self.search_pipeline.breakers.get(driver.id)
+        if not enabled or not driver.active or breaker is None:
+            return contract.EngineState.DISABLED
+        return contract.EngineState(breaker.state.value)
 
     async def aclose(self) -> None:
         """Release what the process holds (connections, tasks)."""

@@ -272,12 +272,14 @@ class EgressClient:
         max_body_bytes: int = limits.FETCH_MAX_BYTES,
         connect_timeout_ms: int = limits.FETCH_CONNECT_TIMEOUT_MS,
         total_timeout_ms: int = limits.FETCH_TIMEOUT_MS,
+        truncate: bool = False,
     ) -> AgentResponse:
         """GET one agent-directed URL (one hop); raises `EgressError` kinds.
 
         A 3xx is returned as it is: the caller validates the Location with the
         same profile by calling again (REQ-SEC-008). No caller header is sent
-        (REQ-SEC-009).
+        (REQ-SEC-009). With `truncate`, a body past the bound is cut there
+        instead of failing (robots.txt: RFC 9309 reads the first 500 KiB).
         """
         checked = self._agent_profile.check(url)
         status, headers, body = await _get(
@@ -288,6 +290,7 @@ class EgressClient:
             max_body_bytes=max_body_bytes,
             connect_timeout_ms=connect_timeout_ms,
             total_timeout_ms=total_timeout_ms,
+            truncate=truncate,
         )
         return AgentResponse(status=status, headers=headers, body=body, url=str(checked))
 
@@ -309,6 +312,7 @@ async def _get(
     max_body_bytes: int,
     connect_timeout_ms: int,
     total_timeout_ms: int,
+    truncate: bool = False,
 ) -> tuple[int, MappingProxyType[str, str], bytes]:
     """One GET through a pool's transport: no client layer, so no redirect, cookie or env."""
     total_s = total_timeout_ms / 1000
@@ -326,7 +330,7 @@ async def _get(
         response = await transport.handle_async_request(request)
         response.request = request
         try:
-            body = await _read_body(response, max_body_bytes)
+            body = await _read_body(response, max_body_bytes, truncate=truncate)
         finally:
             # Returns a fully read connection to the pool; drops any other.
             await response.aclose()
@@ -334,14 +338,22 @@ async def _get(
         return response.status_code, MappingProxyType(dict(response.headers.items())), body
 
 
-async def _read_body(response: httpx2.Response, max_body_bytes: int) -> bytes:
-    """The decoded body, or `EgressBodyTooLarge` as soon as it passes the bound."""
+async def _read_body(
+    response: httpx2.Response, max_body_bytes: int, *, truncate: bool = False
+) -> bytes:
+    """The decoded body, or `EgressBodyTooLarge` as soon as it passes the bound.
+
+    With `truncate`, the first `max_body_bytes` are returned instead.
+    """
     chunks: list[bytes] = []
     received = 0
     # aiter_bytes yields decoded bytes as they are produced; Content-Length is
     # not consulted, it may lie and it counts compressed bytes.
     async for chunk in response.aiter_bytes():
         received += len(chunk)
+        if received > max_body_bytes and truncate:
+            chunks.append(chunk[: len(chunk) - (received - max_body_bytes)])
+            return b"".join(chunks)
         if received > max_body_bytes:
             # The caller closes the response, which drops the connection:
             # the rest is neither read nor inflated.

@@ -57,6 +57,7 @@ from rypsok.core.engines.base import (
     TimeRange,
 )
 from rypsok.core.engines.queue import EngineQueue
+from rypsok.core.health import CircuitBreaker, CircuitEvent
 from rypsok.core.metrics import Metrics
 from rypsok.core.search.rank import Candidate, CanonicalResult, rank_results
 from rypsok.core.search.urls import ResultUrl, normalize_result_url
@@ -106,6 +107,8 @@ class EngineAnswer:
     engine: str
     hits: tuple[RawHit, ...] = ()
     failure: FailureClass | None = None
+    skipped: bool = False  # its circuit is open: no request was sent
+    retry_after_ms: int | None = None
 
 
 @dataclass
@@ -115,10 +118,31 @@ class _Tally:
     counts: Counter[NoticeCode] = field(default_factory=Counter)
 
 
-def _failure_notice(engine: str, failure: FailureClass) -> Notice:
+def _failure_notice(answer: EngineAnswer) -> Notice:
+    if answer.skipped:
+        return Notice(
+            code=NoticeCode.ENGINE_SKIPPED,
+            message=f"Engine {answer.engine} is skipped after repeated failures; it is tried "
+            "again after its cooldown.",
+        )
+    failure = answer.failure.value if answer.failure else "unknown"
     return Notice(
         code=NoticeCode.ENGINE_FAILED,
-        message=f"Engine {engine} did not answer ({failure.value}); results may be incomplete.",
+        message=f"Engine {answer.engine} did not answer ({failure}); results may be incomplete.",
+    )
+
+
+def _log_transition(event: CircuitEvent) -> None:
+    """Circuit transitions are logged (REQ-OBS-004)."""
+    logs.event(
+        log,
+        "circuit",
+        logging.WARNING if event.state == "open" else logging.INFO,
+        engine=event.engine,
+        previous=event.previous.value,
+        state=event.state.value,
+        cooldown_ms=event.cooldown_ms,
+        failure_class=event.failure_class,
     )
 
 
@@ -140,6 +164,12 @@ class SearchPipeline:
         self._clock = clock
         process_slots = anyio.CapacityLimiter(config.search.engines_in_flight)
         self._queues = {d.id: self._queue_for(d, process_slots) for d in self.engines}
+        self.breakers = {
+            d.id: CircuitBreaker.from_config(
+                d.id, config.breaker, clock=clock, on_event=_log_transition
+            )
+            for d in self.engines
+        }
         self._preference = [d.id for d in self.engines]
         self._in_flight: dict[tuple[str, str, SearchParams], _Shared] = {}
 
@@ -204,6 +234,27 @@ class SearchPipeline:
         )
 
     async def _ask(self, driver: Driver, params: SearchParams, deadline: float) -> EngineAnswer:
+        breaker = self.breakers[driver.id]
+        if not breaker.admit():
+            return EngineAnswer(driver.id, skipped=True)
+        started = self._clock()
+        try:
+            with anyio.move_on_after(max(0.0, deadline - self._clock())) as scope:
+                answer = await self._ask_admitted(driver, params, deadline)
+        except BaseException:
+            breaker.released()  # the call was cancelled: no verdict on the engine
+            raise
+        if scope.cancelled_caught:  # hung past the deadline (REQ-AGG-002)
+            answer = self._finish(driver.id, started, failure=FailureClass.TIMEOUT)
+        if answer.failure is None:
+            breaker.succeeded()
+        else:
+            breaker.failed(answer.failure, answer.retry_after_ms)
+        return answer
+
+    async def _ask_admitted(
+        self, driver: Driver, params: SearchParams, deadline: float
+    ) -> EngineAnswer:
         started = self._clock()
         queue = self._queues[driver.id]
         try:
@@ -222,7 +273,12 @@ class SearchPipeline:
         except EngineFailure as failure:
             if failure.failure_class is FailureClass.RATE_LIMITED:
                 queue.rate_limited(failure.retry_after_ms)
-            return self._finish(driver.id, started, failure=failure.failure_class)
+            return self._finish(
+                driver.id,
+                started,
+                failure=failure.failure_class,
+                retry_after_ms=failure.retry_after_ms,
+            )
         except Exception as exc:  # a driver bug must not end the call (REQ-AGG-007)
             logs.event(log, "engine_error", logging.WARNING, engine=driver.id,
                        exception=type(exc).__name__)  # fmt: skip
@@ -237,6 +293,7 @@ class SearchPipeline:
         *,
         hits: tuple[RawHit, ...] = (),
         failure: FailureClass | None = None,
+        retry_after_ms: int | None = None,
     ) -> EngineAnswer:
         elapsed_ms = (self._clock() - started) * 1000.0
         self._metrics.engine_finished(engine, elapsed_ms, failure.value if failure else None)
@@ -249,7 +306,7 @@ class SearchPipeline:
             hits=len(hits),
             outcome=failure.value if failure else "answered",
         )
-        return EngineAnswer(engine, hits, failure)
+        return EngineAnswer(engine, hits, failure, retry_after_ms=retry_after_ms)
 
     def _host_of(self, engine: str) -> str:
         driver = next(d for d in self.engines if d.id == engine)
@@ -387,8 +444,8 @@ class SearchPipeline:
                 retryable=False,
             )
         answers = await self._ask_all(request.caller, chosen, self._params(request))
-        failed = [a for a in answers if a.failure is not None]
-        notices.extend(_failure_notice(a.engine, a.failure) for a in failed if a.failure)
+        failed = [a for a in answers if a.failure is not None or a.skipped]
+        notices.extend(_failure_notice(a) for a in failed)
         if len(failed) == len(answers):
             raise ToolError(
                 ErrorKind.UNAVAILABLE,

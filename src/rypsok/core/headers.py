@@ -1,0 +1,38 @@
+"""Reading HTTP header values that more than one pipeline needs."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Mapping
+
+from rypsok.core import limits
+
+
+def retry_after_ms(headers: Mapping[str, str]) -> int | None:
+    """Retry-After in milliseconds, capped at LIM-B4; None when absent or malformed.
+
+    Both forms of RFC 9110 §10.2.3 are read: delta-seconds, and an HTTP-date,
+    measured from the response's own Date header when it has one (so the
+    provider's clock, not ours, decides) and from our clock otherwise.
+    """
+    raw = headers.get("retry-after", "").strip()
+    if raw.isdigit():
+        return min(int(raw[:10]) * 1000, limits.RETRY_AFTER_MAX_MS)
+    until = _http_date(raw)
+    if until is None:
+        return None
+    now = _http_date(headers.get("date", "")) or time.time()
+    return max(0, min(int((until - now) * 1000), limits.RETRY_AFTER_MAX_MS))
+
+
+def _http_date(value: str) -> float | None:
+    if not value or len(value) > 64:
+        return None
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if moment.tzinfo is None:
+        return None
+    return moment.timestamp()
