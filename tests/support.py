@@ -97,6 +97,10 @@ ENGINE_PATHS = {
     "arxiv": "/api/query",
     "github": "/search/repositories",
     "hackernews": "/api/v1/search",
+    "gdelt": "/api/v2/doc/doc",
+    "stackexchange": "/2.3/search/advanced",
+    "europepmc": "/europepmc/webservices/rest/search",
+    "crossref": "/works",
 }
 OK_FIXTURES = {
     "wikipedia": "ok.json",
@@ -104,6 +108,10 @@ OK_FIXTURES = {
     "arxiv": "ok.xml",
     "github": "ok.json",
     "hackernews": "ok.json",
+    "gdelt": "ok.json",
+    "stackexchange": "ok.json",
+    "europepmc": "ok.json",
+    "crossref": "ok.json",
 }
 
 

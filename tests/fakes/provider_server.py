@@ -231,7 +231,9 @@ class ProviderServer:
                 self._handlers.discard(task)
             self._writers.discard(writer)
             writer.close()
-            with contextlib.suppress(ConnectionError):
+            # A handler cancelled by __aexit__ ends here too; ending quietly keeps
+            # asyncio from logging the cancellation as an error.
+            with contextlib.suppress(ConnectionError, asyncio.CancelledError):
                 await writer.wait_closed()
 
     async def _answer(

@@ -328,11 +328,14 @@ def load_configuration(path: str | None) -> Config:
 
 
 def engine_states(config: Config) -> list[tuple[str, str]]:
-    """Each engine with `active`, `inactive_no_key` or `disabled` (REQ-OPS-003)."""
+    """Each engine: active, inactive_no_key, inactive_no_endpoint or disabled (REQ-OPS-003)."""
     states = []
     for driver, enabled in registry.configured_engines(config):
         if not enabled:
-            states.append((driver.id, "disabled"))
+            state = "disabled"
+        elif driver.active:
+            state = "active"
         else:
-            states.append((driver.id, "active" if driver.active else "inactive_no_key"))
+            state = "inactive_no_key" if driver.requires_key else "inactive_no_endpoint"
+        states.append((driver.id, state))
     return states

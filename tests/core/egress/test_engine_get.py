@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 import tracemalloc
 import zlib
@@ -472,3 +473,26 @@ async def test_status_and_headers_are_returned_and_failures_carry_no_text(
         assert "secret" not in text
         assert "127.0.0.1" not in text
     assert str(failure) == "request_failure"
+
+
+@pytest.mark.req("REQ-ERR-004", "REQ-SEC-020")
+async def test_engine_failures_carry_no_library_exception_with_the_url(
+    make_client: ClientFactory,
+) -> None:
+    """REQ-ERR-004: the chain below an EngineFailure holds no request URL (keys in params)."""
+    with socket.socket() as probe:  # a port nobody listens on: connection refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/search"
+    failure = await failure_of(
+        engine_get(make_client(rules=LOOPBACK), url, explicit=True,
+                   params=(("api_key", "canary-key-in-param"),))
+    )  # fmt: skip
+    chain: list[BaseException] = []
+    link: BaseException | None = failure
+    while link is not None:
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    assert failure.failure_class is FailureClass.REQUEST_FAILURE
+    assert len(chain) == 2  # the EngineFailure and a detached copy of our own error
+    assert all("canary" not in repr(vars(e)) + repr(e) for e in chain)

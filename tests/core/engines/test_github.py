@@ -290,3 +290,14 @@ def test_a_403_with_retry_after_is_rate_limited_whatever_the_body() -> None:
     failure = _failure(EngineResponse(403, {"retry-after": "30"}, b""))
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == 30_000
+
+
+@pytest.mark.req("REQ-RES-002", "REQ-CMP-002")
+def test_a_429_without_retry_after_waits_for_the_reset_too() -> None:
+    """REQ-RES-002, REQ-CMP-002: a 429 reads x-ratelimit-reset like a rate-limit 403 does."""
+    response = _response(
+        "rate_limit_primary.json", status=429, x_ratelimit_reset=str(int(NOW) + 42), date=DATE
+    )
+    failure = _failure(response)
+    assert failure.failure_class is FailureClass.RATE_LIMITED
+    assert failure.retry_after_ms == 42_000

@@ -80,12 +80,17 @@ async def test_engines_are_named_only_where_attribution_is_required(
     await services.aclose()
     wiki = [r for r in general["results"] if "wikipedia.org" in r["url"]]
     assert wiki and all("wikipedia" in r["engines"] for r in wiki)
-    assert all("engines" not in r for r in code["results"])
+    # Stack Exchange content is CC BY-SA too; GitHub and Hacker News need no attribution.
+    named = [r for r in code["results"] if "engines" in r]
+    unnamed = [r for r in code["results"] if "engines" not in r]
+    assert named and unnamed
+    assert all("stackexchange" in r["engines"] for r in named)
+    assert all("stackoverflow.com" not in r["url"] for r in unnamed)
     assert all("score" not in r for r in general["results"] + code["results"])
     services = Services(engines_config(providers.base_url, search={"attribution": True}))
     code = await search(services, query="http client", category="code")
     await services.aclose()
-    assert all(r["engines"] for r in code["results"])
+    assert all(r["engines"] for r in code["results"])  # the operator asked for all
 
 
 @pytest.mark.req(
@@ -94,11 +99,13 @@ async def test_engines_are_named_only_where_attribution_is_required(
 @pytest.mark.parametrize(
     ("route", "failure"),
     [
-        (Route(status=500, body=b"<h1>oops</h1>"), "request_failure"),
+        (Route(status=500, body=b"<h1>PROVIDER-OOPS-7731</h1>"), "request_failure"),
         (Route(status=429, headers={"retry-after": "30"}), "rate_limited"),
         (Route.fixture("github", "challenge.html"), "blocked"),
         (
-            Route(body=b"\x00\xffgarbage{", headers={"content-type": "application/json"}),
+            Route(
+                body=b"\x00\xffPROVIDER-GARBAGE-7731{", headers={"content-type": "application/json"}
+            ),
             "parse_failure",
         ),
     ],
@@ -116,7 +123,8 @@ async def test_one_failing_engine_makes_the_call_partial(route: Route, failure: 
     failed = [n for n in payload["notices"] if n["code"] == "engine_failed"]
     assert len(failed) == 1
     assert "github" in failed[0]["message"] and failure in failed[0]["message"]
-    assert "oops" not in json.dumps(payload) and "garbage" not in json.dumps(payload)
+    assert "PROVIDER-OOPS" not in json.dumps(payload)
+    assert "PROVIDER-GARBAGE" not in json.dumps(payload)
 
 
 @pytest.mark.req("REQ-AGG-003", "REQ-AGG-002", "REQ-TEST-004", "REQ-AGG-006", "REQ-PERF-002")
@@ -285,10 +293,12 @@ async def test_ten_concurrent_arxiv_searches_respect_its_spacing() -> None:
     assert len(arrivals) == 2  # 0 s and ~3 s; every later turn would miss the 5.5 s deadline
     assert min(gaps) >= 3.0
     outcomes = sorted(p["outcome"] for p in payloads)
-    assert outcomes == ["error"] * 8 + ["ok"] * 2
-    refused = [p for p in payloads if p["outcome"] == "error"]
-    assert all(p["error"]["detail"]["reason"] == "no_engine_answered" for p in refused)
-    assert all("timeout" in p["notices"][0]["message"] for p in refused)
+    # Europe PMC and Crossref answer every search; arXiv's late turns are reported.
+    assert outcomes == ["ok"] * 2 + ["partial"] * 8
+    late = [p for p in payloads if p["outcome"] == "partial"]
+    for payload in late:
+        arxiv = [n for n in payload["notices"] if "arxiv" in n["message"]]
+        assert len(arxiv) == 1 and "timeout" in arxiv[0]["message"]
 
 
 @pytest.mark.req("REQ-ENG-002", "REQ-AGG-001")

@@ -262,8 +262,13 @@ class EgressClient:
                 total_timeout_ms=total_timeout_ms,
             )
         except EgressError as exc:
-            raise EngineFailure(_engine_failure_class(exc)) from exc
-        return EngineResponse(status=status, headers=response_headers, body=body)
+            cause = _detached(exc)
+        else:
+            return EngineResponse(status=status, headers=response_headers, body=body)
+        # Raised outside the handler, chained only to a copy of our own error: the
+        # library exception beneath it holds the request URL, which may carry a
+        # key in a parameter (e.g. Mojeek's).
+        raise EngineFailure(_engine_failure_class(cause)) from cause
 
     async def agent_get(
         self,
@@ -360,6 +365,13 @@ async def _read_body(
             raise EgressBodyTooLarge()
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _detached(exc: EgressError) -> EgressError:
+    """The same fixed-vocabulary error without the library exception it was raised from."""
+    if isinstance(exc, EgressDenied):
+        return EgressDenied(exc.reason, range_name=exc.range_name)
+    return type(exc)()
 
 
 def _engine_failure_class(exc: EgressError) -> FailureClass:

@@ -36,8 +36,8 @@ throttle: rate_limited.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from datetime import UTC, date, datetime
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, ClassVar, Final
 
 from lxml import etree  # type: ignore[import-untyped]
@@ -54,30 +54,17 @@ from rypsok.core.engines.base import (
     RawHit,
     SearchParams,
     TimeRange,
-    classify_status,
     retry_after_ms,
 )
-
-# Lower-case byte strings that mark a CAPTCHA or anti-bot interstitial.
-_CHALLENGE_MARKERS: Final = (
-    b"captcha",
-    b"cf-chl",
-    b"challenge-platform",
-    b"cf-browser-verification",
-    b"just a moment...",
-    b"attention required",
-    b"verify you are human",
-    b"are you a robot",
-    b"unusual traffic",
-    b"ddos-guard",
-    b"_incapsula_resource",
+from rypsok.core.engines.common import (
+    collect_hits,
+    iso_date,
+    media_type,
+    raise_for_interstitial,
+    raise_for_status,
+    window_start,
 )
-_WINDOW_DAYS: Final = {
-    TimeRange.DAY: 1,
-    TimeRange.WEEK: 7,
-    TimeRange.MONTH: 30,
-    TimeRange.YEAR: 365,
-}
+
 _NS: Final = {
     "atom": "http://www.w3.org/2005/Atom",
     "opensearch": "http://a9.com/-/spec/opensearch/1.1/",
@@ -112,7 +99,7 @@ class ArXiv(Driver):
         search_query = f"all:{params.query}"
         if params.time_range is not None:
             now = self._clock()
-            start = now - _WINDOW_DAYS[params.time_range] * 86_400
+            start = window_start(params.time_range, now)
             search_query = f"({search_query}) AND submittedDate:[{_stamp(start)} TO {_stamp(now)}]"
         return EngineRequest(
             url=self.endpoint,
@@ -131,14 +118,8 @@ class ArXiv(Driver):
         # The error feed comes with 400, but is recognised whatever the status.
         if feed is not None and _is_error_feed(feed):
             raise EngineFailure(FailureClass.REQUEST_FAILURE)
-        status = response.status
-        if not 200 <= status < 300:
-            # No credential is sent, so a 403 refuses the client, not a key.
-            failure_class = FailureClass.BLOCKED if status == 403 else classify_status(status)
-            raise EngineFailure(
-                failure_class or FailureClass.REQUEST_FAILURE,
-                retry_after_ms=retry_after_ms(response.headers),
-            )
+        # No credential is sent, so a 403 refuses the client, not a key.
+        raise_for_status(response)
         if feed is None:
             # HTML, JSON, text or broken XML under 2xx: not the provider's answer.
             raise EngineFailure(FailureClass.PARSE_FAILURE)
@@ -152,23 +133,15 @@ def _raise_for_signals(response: EngineResponse) -> None:
         raise EngineFailure(
             FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(response.headers)
         )
-    if _is_html(response) and _has_challenge(response.body):
-        raise EngineFailure(FailureClass.BLOCKED)
+    raise_for_interstitial(response)
 
 
 def _hits(feed: Any) -> list[RawHit]:
     entries = feed.findall("atom:entry", _NS)
     if not entries:
         return _empty(feed)
-    hits = [
-        hit
-        for position, entry in enumerate(entries, start=1)
-        if (hit := _hit(position, entry)) is not None
-    ]
     # Entries that all fail validation are a format drift, not "no results".
-    if not hits:
-        raise EngineFailure(FailureClass.PARSE_FAILURE)
-    return hits
+    return collect_hits(entries, _hit)
 
 
 def _empty(feed: Any) -> list[RawHit]:
@@ -193,7 +166,7 @@ def _hit(position: int, entry: Any) -> RawHit | None:
         url=url.strip(),
         title=title,
         snippet=_text(entry, "atom:summary") or "",
-        date=_iso_date(_text(entry, "atom:published")),
+        date=_published(entry),
     )
 
 
@@ -242,30 +215,12 @@ def _stamp(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y%m%d%H%M")
 
 
-def _iso_date(value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        return date.fromisoformat(value.strip()[:10]).isoformat()
-    except ValueError:
-        return None
-
-
-def _media_type(headers: Mapping[str, str]) -> str:
-    return headers.get("content-type", "").split(";", 1)[0].strip().lower()
+def _published(entry: Any) -> str | None:
+    """The first version's date; arXiv may pad the element with whitespace."""
+    published = _text(entry, "atom:published")
+    return iso_date(published.strip()) if published is not None else None
 
 
 def _may_be_atom(response: EngineResponse) -> bool:
-    media_type = _media_type(response.headers)
-    return not media_type or media_type in _XML_TYPES
-
-
-def _is_html(response: EngineResponse) -> bool:
-    if _media_type(response.headers) in ("text/html", "application/xhtml+xml"):
-        return True
-    return response.body[:512].lstrip().lower().startswith((b"<!doctype html", b"<html"))
-
-
-def _has_challenge(body: bytes) -> bool:
-    sample = body[:65536].lower()
-    return any(marker in sample for marker in _CHALLENGE_MARKERS)
+    kind = media_type(response.headers)
+    return not kind or kind in _XML_TYPES

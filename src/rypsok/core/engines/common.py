@@ -2,24 +2,29 @@
 
 Nothing here knows a provider: these are the generic parts of reading an HTTP
 answer (media type, interstitial pages, JSON decoding, typed validation,
-status classes). Provider-specific signals stay in each driver (REQ-ARCH-002).
-Every failure is raised outside any `except` block, so no exception holding
-provider text is ever chained to an `EngineFailure` (REQ-ENG-006).
+status classes), of turning a list of items into ranked hits, and of the
+standard forms drivers meet (ISO dates, Unix times, time windows, DOIs).
+Provider-specific signals stay in each driver (REQ-ARCH-002). Every failure is
+raised outside any `except` block, so no exception holding provider text is
+ever chained to an `EngineFailure` (REQ-ENG-006).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from datetime import date
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, date, datetime
 from typing import Final, TypeVar
+from urllib.parse import quote
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from rypsok.core import limits
 from rypsok.core.engines.base import (
     EngineFailure,
     EngineResponse,
     FailureClass,
+    RawHit,
     TimeRange,
     classify_status,
     retry_after_ms,
@@ -47,8 +52,21 @@ WINDOW_DAYS: Final = {
     TimeRange.YEAR: 365,
 }
 _CHALLENGE_SAMPLE_BYTES: Final = 65_536
+_SECONDS_PER_DAY: Final = 86_400
+# Unix times at or beyond this (year 5138) are garbage, not dates.
+_EPOCH_CEILING: Final = 10**11
+# Characters a DOI may keep in a URL path; everything else is percent-encoded,
+# so `#`, `?`, `%`, spaces and angle brackets in old DOIs stay in the path.
+_DOI_PATH_SAFE: Final = "/:;()[]-._~!$&'*+,=@"
 
 _M = TypeVar("_M", bound=BaseModel)
+_I = TypeVar("_I")
+
+
+class StrictModel(BaseModel):
+    """The base of driver-side answer models: strict types, unknown keys ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
 
 
 def media_type(headers: Mapping[str, str]) -> str:
@@ -114,6 +132,30 @@ def validate(model: type[_M], document: object) -> _M:
     raise EngineFailure(FailureClass.PARSE_FAILURE)
 
 
+def validate_or_none(model: type[_M], item: object) -> _M | None:
+    """One item as a typed model, or None: a bad item is skipped, not fatal."""
+    try:
+        return model.model_validate(item)
+    except ValidationError:
+        return None
+
+
+def collect_hits(items: Sequence[_I], make_hit: Callable[[int, _I], RawHit | None]) -> list[RawHit]:
+    """The usable hits of `items`, each ranked by its 1-based provider position.
+
+    A skipped item leaves a gap in the ranks. Items that are all unusable are
+    a format drift, not "no results": parse_failure.
+    """
+    hits = [
+        hit
+        for position, item in enumerate(items, start=1)
+        if (hit := make_hit(position, item)) is not None
+    ]
+    if items and not hits:
+        raise EngineFailure(FailureClass.PARSE_FAILURE)
+    return hits
+
+
 def iso_date(value: str | None) -> str | None:
     """YYYY-MM-DD from an ISO 8601 date or timestamp; None when malformed."""
     if value is None:
@@ -122,3 +164,55 @@ def iso_date(value: str | None) -> str | None:
         return date.fromisoformat(value[:10]).isoformat()
     except ValueError:
         return None
+
+
+def epoch_date(seconds: int | None) -> str | None:
+    """YYYY-MM-DD (UTC) of a Unix time; None when absent or out of range."""
+    if seconds is None or not 0 <= seconds < _EPOCH_CEILING:
+        return None
+    return datetime.fromtimestamp(seconds, tz=UTC).date().isoformat()
+
+
+def window_start(time_range: TimeRange, now: float) -> float:
+    """The Unix time at which a time range starts, seen from `now`."""
+    return now - WINDOW_DAYS[time_range] * _SECONDS_PER_DAY
+
+
+def utc_day(epoch: float) -> str:
+    """YYYY-MM-DD (UTC) of a Unix time the driver computed itself."""
+    return datetime.fromtimestamp(epoch, tz=UTC).date().isoformat()
+
+
+def capped_wait_ms(seconds: int) -> int | None:
+    """A provider's wait in seconds as milliseconds, capped at LIM-B4; None unless positive."""
+    if seconds <= 0:
+        return None
+    return min(seconds * 1000, limits.RETRY_AFTER_MAX_MS)
+
+
+def doi_url(doi: str | None) -> str | None:
+    """The https://doi.org/ URL of a DOI; None when the value is not a DOI.
+
+    DOI names are case-insensitive (ASCII), so the ASCII letters are
+    lower-cased: two engines that report the same work in different case then
+    return the same URL and their observations merge (REQ-RANK-004).
+    """
+    name = (doi or "").strip()
+    if not _is_doi(name):
+        return None
+    lowered = "".join(char.lower() if char.isascii() else char for char in name)
+    return f"https://doi.org/{quote(lowered, safe=_DOI_PATH_SAFE)}"
+
+
+def _is_doi(name: str) -> bool:
+    """`10.<digits and dots>/<suffix>`, printable and without spaces."""
+    prefix, _, suffix = name.partition("/")
+    registrant = prefix.removeprefix("10.").replace(".", "")
+    return (
+        prefix.startswith("10.")
+        and registrant.isascii()
+        and registrant.isdigit()
+        and bool(suffix)
+        and name.isprintable()
+        and " " not in name
+    )

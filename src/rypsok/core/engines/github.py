@@ -34,14 +34,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
-from datetime import UTC, date, datetime
+from collections.abc import Callable
 from email.utils import parsedate_to_datetime
-from typing import ClassVar, Final, TypeVar
+from typing import ClassVar, Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
-from rypsok.core import limits
 from rypsok.core.engines.base import (
     Admission,
     Category,
@@ -54,47 +52,33 @@ from rypsok.core.engines.base import (
     RawHit,
     SearchParams,
     TimeRange,
-    classify_status,
     retry_after_ms,
 )
-
-# Lower-case byte strings that mark a CAPTCHA or anti-bot interstitial.
-_CHALLENGE_MARKERS: Final = (
-    b"captcha",
-    b"cf-chl",
-    b"challenge-platform",
-    b"cf-browser-verification",
-    b"just a moment...",
-    b"attention required",
-    b"verify you are human",
-    b"are you a robot",
-    b"unusual traffic",
-    b"ddos-guard",
-    b"_incapsula_resource",
+from rypsok.core.engines.common import (
+    StrictModel,
+    capped_wait_ms,
+    collect_hits,
+    decode_json,
+    iso_date,
+    raise_for_status,
+    utc_day,
+    validate,
+    validate_or_none,
+    window_start,
 )
-_WINDOW_DAYS: Final = {
-    TimeRange.DAY: 1,
-    TimeRange.WEEK: 7,
-    TimeRange.MONTH: 30,
-    TimeRange.YEAR: 365,
-}
+
 _AUTHORIZATION: Final = "Authorization"
-_M = TypeVar("_M", bound=BaseModel)
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
-
-
-class _Answer(_Model):
+class _Answer(StrictModel):
     items: list[object]
 
 
-class _Message(_Model):
+class _Message(StrictModel):
     message: str = ""
 
 
-class _Repository(_Model):
+class _Repository(StrictModel):
     full_name: str = Field(min_length=1)
     html_url: str = Field(min_length=1)
     description: str | None = None
@@ -130,8 +114,8 @@ class GitHub(Driver):
     def build_request(self, params: SearchParams) -> EngineRequest:
         query = params.query
         if params.time_range is not None:
-            since = self._clock() - _WINDOW_DAYS[params.time_range] * 86_400
-            query = f"{query} pushed:>={datetime.fromtimestamp(since, tz=UTC).date().isoformat()}"
+            since = utc_day(window_start(params.time_range, self._clock()))
+            query = f"{query} pushed:>={since}"
         headers = [
             ("Accept", "application/vnd.github+json"),
             ("X-GitHub-Api-Version", self._api_version),
@@ -148,61 +132,30 @@ class GitHub(Driver):
         )
 
     def parse(self, response: EngineResponse) -> list[RawHit]:
-        self._raise_for_status(response)
-        answer = _validate(_Answer, _decode_json(response))
-        hits = [
-            hit
-            for position, item in enumerate(answer.items, start=1)
-            if (hit := _hit(position, item)) is not None
-        ]
-        # Hits that all fail validation are a format drift, not "no results".
-        if answer.items and not hits:
-            raise EngineFailure(FailureClass.PARSE_FAILURE)
-        return hits
-
-    def _raise_for_status(self, response: EngineResponse) -> None:
-        """Raise the failure that the status, headers or an interstitial page signal."""
         status = response.status
+        # GitHub's reset header gives the wait of a 429 too, not only Retry-After.
         if status == 429 or (status == 403 and _is_rate_limit(response)):
             raise EngineFailure(FailureClass.RATE_LIMITED, retry_after_ms=_retry_after(response))
-        if _is_html(response) and _has_challenge(response.body):
-            raise EngineFailure(FailureClass.BLOCKED)
-        if 200 <= status < 300:
-            return
-        if status == 403:
-            # With a token, GitHub refused that token's rights; without one it
-            # refused the client itself (abuse detection, missing User-Agent).
-            raise EngineFailure(
-                FailureClass.AUTH_FAILURE if self.settings.api_key else FailureClass.BLOCKED
-            )
-        # 401 auth_failure, 408/504 timeout; 422 (a query GitHub cannot run) and
-        # everything else request_failure.
-        failure_class = classify_status(status) or FailureClass.REQUEST_FAILURE
-        raise EngineFailure(failure_class, retry_after_ms=retry_after_ms(response.headers))
+        # A plain 403 with a token refused that token's rights (auth_failure);
+        # without one it refused the client itself (abuse detection, missing
+        # User-Agent): blocked. 422 (a query GitHub cannot run) is request_failure.
+        raise_for_status(response, credentials_sent=bool(self.settings.api_key))
+        answer = validate(_Answer, decode_json(response))
+        return collect_hits(answer.items, _hit)
 
 
 def _hit(position: int, item: object) -> RawHit | None:
     """One repository, or None when it lacks a name or a URL: that hit is skipped."""
-    try:
-        repository = _Repository.model_validate(item)
-    except ValidationError:
+    repository = validate_or_none(_Repository, item)
+    if repository is None:
         return None
     return RawHit(
         rank=position,
         url=repository.html_url,
         title=repository.full_name,
         snippet=repository.description or "",
-        date=_iso_date(repository.pushed_at) or _iso_date(repository.updated_at),
+        date=iso_date(repository.pushed_at) or iso_date(repository.updated_at),
     )
-
-
-def _iso_date(value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        return date.fromisoformat(value[:10]).isoformat()
-    except ValueError:
-        return None
 
 
 def _is_rate_limit(response: EngineResponse) -> bool:
@@ -230,43 +183,4 @@ def _retry_after(response: EngineResponse) -> int | None:
         now = parsedate_to_datetime(sent).timestamp()
     except (TypeError, ValueError):
         return None
-    seconds = int(reset) - int(now)
-    if seconds <= 0:
-        return None
-    return min(seconds * 1000, limits.RETRY_AFTER_MAX_MS)
-
-
-def _media_type(headers: Mapping[str, str]) -> str:
-    return headers.get("content-type", "").split(";", 1)[0].strip().lower()
-
-
-def _is_html(response: EngineResponse) -> bool:
-    if _media_type(response.headers) in ("text/html", "application/xhtml+xml"):
-        return True
-    return response.body[:512].lstrip().lower().startswith((b"<!doctype html", b"<html"))
-
-
-def _has_challenge(body: bytes) -> bool:
-    sample = body[:65536].lower()
-    return any(marker in sample for marker in _CHALLENGE_MARKERS)
-
-
-def _decode_json(response: EngineResponse) -> object:
-    """The JSON document, or parse_failure for anything else (HTML, text, truncation)."""
-    media_type = _media_type(response.headers)
-    if media_type and media_type != "application/json" and not media_type.endswith("+json"):
-        raise EngineFailure(FailureClass.PARSE_FAILURE)
-    try:
-        return json.loads(response.body)
-    except (ValueError, RecursionError):
-        pass
-    # Raised outside the handler, so no exception holding the body is chained.
-    raise EngineFailure(FailureClass.PARSE_FAILURE)
-
-
-def _validate(model: type[_M], document: object) -> _M:
-    try:
-        return model.model_validate(document)
-    except ValidationError:
-        pass
-    raise EngineFailure(FailureClass.PARSE_FAILURE)
+    return capped_wait_ms(int(reset) - int(now))

@@ -12,14 +12,36 @@ from collections.abc import Iterator, Mapping
 from rypsok.core.config import Config, EngineConfig
 from rypsok.core.engines.arxiv import ArXiv
 from rypsok.core.engines.base import Driver, EngineSettings
+from rypsok.core.engines.brave import Brave
+from rypsok.core.engines.crossref import Crossref
+from rypsok.core.engines.europepmc import EuropePmc
+from rypsok.core.engines.gdelt import Gdelt
 from rypsok.core.engines.github import GitHub
 from rypsok.core.engines.hackernews import HackerNews
+from rypsok.core.engines.mojeek import Mojeek
+from rypsok.core.engines.searxng import SearXNG
+from rypsok.core.engines.stackexchange import StackExchange
 from rypsok.core.engines.wikidata import Wikidata
 from rypsok.core.engines.wikipedia import Wikipedia
 
 # Default preference order, most preferred first; within a category only the
 # engines serving it count (docs/engines/README.md gives the per-category order).
-DRIVER_CLASSES: tuple[type[Driver], ...] = (Wikipedia, Wikidata, GitHub, HackerNews, ArXiv)
+# The keyed engines and SearXNG are inactive until the operator gives a key or
+# an endpoint; `search.preference` puts them first where the operator wants.
+DRIVER_CLASSES: tuple[type[Driver], ...] = (
+    Wikipedia,
+    Wikidata,
+    Gdelt,
+    StackExchange,
+    GitHub,
+    HackerNews,
+    ArXiv,
+    EuropePmc,
+    Crossref,
+    Brave,
+    Mojeek,
+    SearXNG,
+)
 
 
 def driver_classes() -> Mapping[str, type[Driver]]:

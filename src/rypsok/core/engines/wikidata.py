@@ -28,12 +28,11 @@ Errors. As on every MediaWiki API: HTTP 200 with an `error` object;
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from typing import ClassVar, Final, TypeVar
+from typing import ClassVar, Final
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from rypsok.core.engines.base import (
     Admission,
@@ -45,50 +44,38 @@ from rypsok.core.engines.base import (
     FailureClass,
     RawHit,
     SearchParams,
-    classify_status,
     retry_after_ms,
 )
-
-# Lower-case byte strings that mark a CAPTCHA or anti-bot interstitial.
-_CHALLENGE_MARKERS: Final = (
-    b"captcha",
-    b"cf-chl",
-    b"challenge-platform",
-    b"cf-browser-verification",
-    b"just a moment...",
-    b"attention required",
-    b"verify you are human",
-    b"are you a robot",
-    b"unusual traffic",
-    b"ddos-guard",
-    b"_incapsula_resource",
+from rypsok.core.engines.common import (
+    StrictModel,
+    collect_hits,
+    decode_json,
+    raise_for_status,
+    validate,
+    validate_or_none,
 )
+
 _THROTTLE_CODES: Final = frozenset({"ratelimited", "maxlag"})
-_M = TypeVar("_M", bound=BaseModel)
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
-
-
-class _ApiError(_Model):
+class _ApiError(StrictModel):
     code: str
 
 
-class _Answer(_Model):
+class _Answer(StrictModel):
     search: list[object]
 
 
-class _Term(_Model):
+class _Term(StrictModel):
     value: str
 
 
-class _Display(_Model):
+class _Display(StrictModel):
     label: _Term | None = None
     description: _Term | None = None
 
 
-class _Entity(_Model):
+class _Entity(StrictModel):
     id: str = Field(pattern=r"^Q[1-9][0-9]{0,11}$")
     label: str | None = None
     description: str | None = None
@@ -150,26 +137,19 @@ class Wikidata(Driver):
         )
 
     def parse(self, response: EngineResponse) -> list[RawHit]:
-        _raise_for_status(response)
-        document = _decode_json(response)
+        # No credential is sent, so a 403 refuses the client (User-Agent policy,
+        # abuse filter), not a key: blocked, never auth_failure.
+        raise_for_status(response)
+        document = decode_json(response)
         if isinstance(document, dict) and "error" in document:
             raise _api_failure(document["error"], response.headers)
-        answer = _validate(_Answer, document)
-        hits = [
-            hit
-            for position, item in enumerate(answer.search, start=1)
-            if (hit := self._hit(position, item)) is not None
-        ]
-        # Hits that all fail validation are a format drift, not "no results".
-        if answer.search and not hits:
-            raise EngineFailure(FailureClass.PARSE_FAILURE)
-        return hits
+        answer = validate(_Answer, document)
+        return collect_hits(answer.search, self._hit)
 
     def _hit(self, position: int, item: object) -> RawHit | None:
         """One hit, or None when it lacks an item id or a label: that hit is skipped."""
-        try:
-            entity = _Entity.model_validate(item)
-        except ValidationError:
+        entity = validate_or_none(_Entity, item)
+        if entity is None:
             return None
         title = entity.title()
         if title is None:
@@ -183,25 +163,6 @@ class Wikidata(Driver):
         )
 
 
-def _raise_for_status(response: EngineResponse) -> None:
-    """Raise the failure that the status, headers or an interstitial page signal."""
-    status = response.status
-    if status == 429:
-        raise EngineFailure(
-            FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(response.headers)
-        )
-    if _is_html(response) and _has_challenge(response.body):
-        raise EngineFailure(FailureClass.BLOCKED)
-    if 200 <= status < 300:
-        return
-    if status == 403:
-        # No credential is sent, so a 403 refuses the client (User-Agent policy,
-        # abuse filter), not a key: blocked, never auth_failure.
-        raise EngineFailure(FailureClass.BLOCKED)
-    failure_class = classify_status(status) or FailureClass.REQUEST_FAILURE
-    raise EngineFailure(failure_class, retry_after_ms=retry_after_ms(response.headers))
-
-
 def _api_failure(error: object, headers: Mapping[str, str]) -> EngineFailure:
     """The class of a MediaWiki `error` object; its text never leaves the driver."""
     try:
@@ -211,39 +172,3 @@ def _api_failure(error: object, headers: Mapping[str, str]) -> EngineFailure:
     if code in _THROTTLE_CODES:
         return EngineFailure(FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(headers))
     return EngineFailure(FailureClass.REQUEST_FAILURE)
-
-
-def _media_type(headers: Mapping[str, str]) -> str:
-    return headers.get("content-type", "").split(";", 1)[0].strip().lower()
-
-
-def _is_html(response: EngineResponse) -> bool:
-    if _media_type(response.headers) in ("text/html", "application/xhtml+xml"):
-        return True
-    return response.body[:512].lstrip().lower().startswith((b"<!doctype html", b"<html"))
-
-
-def _has_challenge(body: bytes) -> bool:
-    sample = body[:65536].lower()
-    return any(marker in sample for marker in _CHALLENGE_MARKERS)
-
-
-def _decode_json(response: EngineResponse) -> object:
-    """The JSON document, or parse_failure for anything else (HTML, text, truncation)."""
-    media_type = _media_type(response.headers)
-    if media_type and media_type != "application/json" and not media_type.endswith("+json"):
-        raise EngineFailure(FailureClass.PARSE_FAILURE)
-    try:
-        return json.loads(response.body)
-    except (ValueError, RecursionError):
-        pass
-    # Raised outside the handler, so no exception holding the body is chained.
-    raise EngineFailure(FailureClass.PARSE_FAILURE)
-
-
-def _validate(model: type[_M], document: object) -> _M:
-    try:
-        return model.model_validate(document)
-    except ValidationError:
-        pass
-    raise EngineFailure(FailureClass.PARSE_FAILURE)
