@@ -78,3 +78,23 @@ async def test_canary_key_reaches_only_its_own_origin(
     logged = "\n".join(JsonLineFormatter().format(r) for r in caplog.records)
     assert CANARY not in logged
     assert repr(services.engines).count(CANARY) == 0
+
+
+@pytest.mark.req("REQ-SEARCH-008")
+async def test_region_and_safe_search_reach_the_engines_that_take_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """REQ-SEARCH-008: the operator's region and safe-search level are passed on, not exposed."""
+    monkeypatch.setenv("RYPSOK_TEST_BRAVE", CANARY)
+    routes = {p: Route.fixture(e, OK_FIXTURES[e]) for e, p in ENGINE_PATHS.items()}
+    routes[f"{BRAVE}/web/search"] = json_route("brave", "web_ok.json")
+    async with ProviderServer(routes) as server:
+        config = keyed_config(server.base_url, search={"region": "de", "safe_search": "strict"})
+        services = Services(config)
+        tools = {t.name: t for t in services.tools()}
+        await call_tool(services, "web_search", {"query": "tides"})
+        await services.aclose()
+    (brave,) = [r for r in server.requests if r.path.startswith(BRAVE)]
+    assert (brave.param("country"), brave.param("safesearch")) == ("DE", "strict")
+    params = tools["web_search"].input_schema()["properties"]
+    assert "region" not in params and "safe_search" not in params
