@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from ipaddress import ip_address
 from typing import Any
 
 import anyio
@@ -18,7 +19,11 @@ from mcp.client.stdio import StdioServerParameters
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from rypsok.core.config import Config, parse_config
+from rypsok.core.egress.backend import system_resolver
+from rypsok.core.egress.client import EgressClient
+from rypsok.core.egress.policy import EgressRules
 from rypsok.core.engines.registry import known_ids
+from rypsok.core.services import Services, user_agent
 from rypsok.mcp.server import build_server
 
 SERVE = [sys.executable, "-m", "rypsok", "serve"]
@@ -234,3 +239,25 @@ def fetch_config(base_url: str, **sections: Any) -> Config:
     fetch = {"allow_http": True, "ports": [port], **sections.pop("fetch", {})}
     data: dict[str, Any] = {"egress": {"allow": ["127.0.0.1/32"]}, "fetch": fetch, **sections}
     return config_from(data)
+
+
+def services_resolving(config: Config, names: Mapping[str, str]) -> Services:
+    """Services whose egress resolves these names to these addresses, others as usual.
+
+    Names of the public internet cannot be resolved in tests; a scripted answer
+    lets the production policy judge them (e.g. a redirect to a public host).
+    """
+
+    async def resolve(host: str, port: int) -> Any:
+        if host in names:
+            return (ip_address(names[host]),)
+        return await system_resolver(host, port)
+
+    egress = EgressClient(
+        user_agent=user_agent(None),
+        rules=EgressRules.from_strings(allow=config.egress.allow, deny=config.egress.deny),
+        fetch_allow_http=config.fetch.allow_http,
+        fetch_extra_ports=config.fetch.ports,
+        resolver=resolve,
+    )
+    return Services(config, egress=egress)

@@ -73,9 +73,6 @@ class UnavailableReason(enum.StrEnum):
     DEADLINE = "deadline"
     UNREACHABLE = "unreachable"
     TOO_MANY_REDIRECTS = "too_many_redirects"
-    NOT_BUILT = "not_built"
-    SHUTTING_DOWN = "shutting_down"
-    BUSY = "busy"
     INTERNAL = "internal"
 
 

@@ -35,6 +35,7 @@ from rypsok.core.egress.client import EgressClient
 from rypsok.core.egress.policy import EgressRules
 from rypsok.core.engines import registry
 from rypsok.core.engines.base import Category, Driver, TimeRange
+from rypsok.core.fetch.pipeline import FetchPipeline, FetchRequest
 from rypsok.core.invocation import InvocationLimiter
 from rypsok.core.metrics import Metrics
 from rypsok.core.privacy import CredentialMode, find_credentials, mask_credentials
@@ -99,6 +100,7 @@ class Services:
         self.search_pipeline = SearchPipeline(
             self.active_engines(), self.egress, config, self.metrics, clock
         )
+        self.fetch_pipeline = FetchPipeline(self.egress, config, clock)
         self._limiter = InvocationLimiter(
             {
                 contract.WEB_SEARCH: config.limits.web_search_per_minute,
@@ -280,7 +282,9 @@ class Services:
         )
         ceiling_s = self.config.search.ceiling_ms / 1000.0
         with anyio.move_on_after(ceiling_s):
-            return await self.search_pipeline.search(request, call.notices)
+            response = await self.search_pipeline.search(request, call.notices)
+            self.fetch_pipeline.remember_returned([r.url for r in response.results or ()])
+            return response
         raise ToolError(
             ErrorKind.UNAVAILABLE,
             "The search hit its time ceiling; retry later.",
@@ -290,13 +294,9 @@ class Services:
 
     async def _web_fetch(self, args: dict[str, Any], call: CallContext) -> contract.WebFetchOutput:
         url = contract.check_text_length("url", args["url"], limits.URL_MAX_CHARS)
-        self._screen(contract.WEB_FETCH, url, call.notices)
-        raise ToolError(
-            ErrorKind.UNAVAILABLE,
-            "web_fetch is not built yet in this version of rypsok; no page was fetched.",
-            reason=UnavailableReason.NOT_BUILT,
-            retryable=False,
-        )
+        url = self._screen(contract.WEB_FETCH, url, call.notices)
+        request = FetchRequest(url=url, max_chars=args["max_chars"], start_char=args["start_char"])
+        return await self.fetch_pipeline.fetch(request, call.notices)
 
     async def _engine_status(
         self, args: dict[str, Any], call: CallContext

@@ -42,6 +42,7 @@ import functools
 import ssl
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from ipaddress import ip_address
 from types import MappingProxyType
 from typing import Final
 
@@ -50,7 +51,13 @@ import httpcore2
 import httpx2
 
 from rypsok.core import limits
-from rypsok.core.egress.backend import GuardedBackend, PoolTransport, Resolver, system_resolver
+from rypsok.core.egress.backend import (
+    GuardedBackend,
+    IPAddress,
+    PoolTransport,
+    Resolver,
+    system_resolver,
+)
 from rypsok.core.egress.errors import (
     EgressBodyTooLarge,
     EgressDenied,
@@ -185,6 +192,7 @@ class EgressClient:
         self._agent_profile = AgentProfile(
             rules, allow_http=fetch_allow_http, extra_ports=fetch_extra_ports
         )
+        self._resolver = resolver
         # The system store (truststore's or OpenSSL's default paths), never a
         # bundle of our own, and never SSL_CERT_FILE/SSL_CERT_DIR.
         context = (
@@ -302,6 +310,33 @@ class EgressClient:
     def check_agent_url(self, url: str) -> str:
         """The URL as it would be requested, or `EgressDenied`; for redirect targets."""
         return str(self._agent_profile.check(url))
+
+    async def judge_agent_destination(self, url: str, *, timeout_ms: int) -> str:
+        """The URL if its host resolves only to addresses the profile allows, else `EgressDenied`.
+
+        For a destination rypsok names without connecting to it (a cross-host
+        redirect target): an unresolvable host does not pass. The connection,
+        if one is made later, is judged again at connect time.
+        """
+        checked = self._agent_profile.check(url)
+        host = checked.host
+        policy = self._agent_profile.address_policy()
+        addresses: Sequence[IPAddress]
+        try:
+            addresses = (ip_address(host),)
+        except ValueError:
+            with anyio.move_on_after(timeout_ms / 1000):
+                try:
+                    port = checked.port or (443 if checked.scheme == "https" else 80)
+                    addresses = await self._resolver(host, port)
+                except OSError:
+                    addresses = ()
+                if addresses and all(policy.judge(host, a) is None for a in addresses):
+                    return str(checked)
+            raise EgressDenied("egress") from None
+        if policy.judge(host, addresses[0]) is not None:
+            raise EgressDenied("egress")
+        return str(checked)
 
     async def aclose(self) -> None:
         for transport in (self._engine, self._explicit, self._agent):

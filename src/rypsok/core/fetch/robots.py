@@ -286,7 +286,7 @@ def rules_for(answer: RobotsAnswer) -> RobotsRules:
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def _origin_and_path(url: str) -> tuple[str, str]:
+def origin_and_path(url: str) -> tuple[str, str]:
     """(scheme://host[:port], path?query) of an http(s) URL; ValueError otherwise."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
@@ -352,7 +352,7 @@ class RobotsCache:
 
     async def allowed(self, url: str) -> bool:
         """Whether robots.txt lets rypsok fetch `url`; ValueError if it is not http(s)."""
-        origin, path = _origin_and_path(url)
+        origin, path = origin_and_path(url)
         rules = await self._rules(origin)
         return rules.allows(path)
 
