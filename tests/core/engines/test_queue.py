@@ -121,3 +121,15 @@ async def test_widened_spacing_decays_after_successes() -> None:
     for _ in range(10):
         q.succeeded()
     assert q.spacing_s == pytest.approx((100 + SPACING_MARGIN_MS) / 1000)
+
+
+@pytest.mark.req("REQ-CMP-002")
+async def test_a_pause_holds_the_next_start_without_widening() -> None:
+    """REQ-CMP-002: a provider's pause after success delays the next start, spacing unchanged."""
+    q = queue(50, 1)
+    spacing = q.spacing_s
+    q.pause(300)
+    assert q.spacing_s == spacing
+    started = time.monotonic()
+    starts, _, _ = await run_requests(q, 1, hold_s=0.0)
+    assert starts[0] - started >= 0.29

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 
 import httpx2
 import pytest
@@ -14,6 +15,7 @@ from rypsok.core.engines.base import (
     EngineResponse,
     EngineSettings,
     FailureClass,
+    PausingHits,
     SearchParams,
     TimeRange,
 )
@@ -124,10 +126,13 @@ def test_success_keeps_order_question_links_and_raw_html() -> None:
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-CMP-002")
-def test_a_backoff_on_a_successful_answer_still_returns_the_hits() -> None:
-    """REQ-TEST-002, REQ-CMP-002: `backoff` with results: the hits are kept (gap: see record)."""
+def test_a_backoff_on_a_successful_answer_keeps_the_hits_and_asks_a_pause() -> None:
+    """REQ-TEST-002, REQ-CMP-002: `backoff` with results: hits kept, the pause passed on."""
     hits = _driver().parse(_response("ok_with_backoff.json"))
     assert [hit.rank for hit in hits] == [1, 2, 3]
+    assert isinstance(hits, PausingHits)
+    backoff_s = json.loads(_response("ok_with_backoff.json").body)["backoff"]
+    assert hits.pause_ms == backoff_s * 1000
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ERR-005")

@@ -326,3 +326,21 @@ async def test_identical_requests_in_flight_are_shared_per_caller() -> None:
     shared_answers = answers[:3]  # alice's; bob and carol wait for GitHub's 6 s spacing
     assert len({json.dumps(a["results"]) for a in shared_answers}) == 1
     assert all(a["outcome"] == "ok" for a in shared_answers)
+
+
+@pytest.mark.req("REQ-CMP-002", "REQ-RES-002")
+async def test_stack_exchange_backoff_holds_its_next_request() -> None:
+    """REQ-CMP-002: a `backoff` on a successful answer keeps the hits and delays the engine."""
+    body = json.loads(load_fixture("stackexchange", "ok_with_backoff.json"))
+    body["backoff"] = 30
+    route = Route(body=json.dumps(body).encode(), headers={"content-type": "application/json"})
+    async with ProviderServer(ok_routes(stackexchange=route)) as server:
+        services = Services(engines_config(server.base_url))
+        first = await search(services, query="closures", category="code")
+        second = await search(services, query="generators", category="code")
+        await services.aclose()
+    assert first["outcome"] == "ok"
+    assert any("stackoverflow.com" in r["url"] for r in first["results"])
+    assert len(server.requests_to(ENGINE_PATHS["stackexchange"])) == 1
+    held = [n for n in second["notices"] if "stackexchange" in n["message"]]
+    assert len(held) == 1 and "timeout" in held[0]["message"]  # its turn is after the deadline

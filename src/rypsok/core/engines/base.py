@@ -129,6 +129,19 @@ class RawHit:
     date: str | None = None  # ISO 8601 date (YYYY-MM-DD) when the provider gives one
 
 
+class PausingHits(list[RawHit]):
+    """Hits that come with the provider's request to wait before the next request.
+
+    Some providers attach a pause to a successful answer (Stack Exchange's
+    `backoff`); a driver returns its hits in this list so the queue can honour
+    the pause without treating the answer as a failure.
+    """
+
+    def __init__(self, hits: list[RawHit], *, pause_ms: int) -> None:
+        super().__init__(hits)
+        self.pause_ms = pause_ms
+
+
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
     """The operator's settings for one engine, already validated by the configuration."""

@@ -101,6 +101,11 @@ class EngineQueue:
             wait_ms = min(retry_after_ms, limits.RETRY_AFTER_MAX_MS)
             self._blocked_until = max(self._blocked_until, self._clock() + wait_ms / 1000.0)
 
+    def pause(self, pause_ms: int) -> None:
+        """The provider asked for a pause after a successful answer: no widening."""
+        wait_ms = min(pause_ms, limits.RETRY_AFTER_MAX_MS)
+        self._blocked_until = max(self._blocked_until, self._clock() + wait_ms / 1000.0)
+
     def succeeded(self) -> None:
         if self._factor == 1:
             return

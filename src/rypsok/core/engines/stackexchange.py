@@ -33,10 +33,8 @@ else Retry-After, capped at LIM-B4. Other error documents: 400
 errors) auth_failure.
 
 `backoff` on a successful answer asks for that many seconds before the next
-request to the same method. The hits are returned; the driver cannot pass the
-wait on, because `parse` returns hits only (base.Driver): see the admission
-record's "Open gap". The spacing of the admission is chosen to cover it in the
-common case.
+request to the same method. The hits are returned as `PausingHits`, and the
+engine's queue holds its next request until the pause has passed.
 """
 
 from __future__ import annotations
@@ -57,6 +55,7 @@ from rypsok.core.engines.base import (
     EngineResponse,
     EngineSettings,
     FailureClass,
+    PausingHits,
     RawHit,
     SearchParams,
     TimeRange,
@@ -111,7 +110,7 @@ class StackExchange(Driver):
     admission: ClassVar[Admission] = Admission(
         # The daily quota (300 a day) is enforced by its own signals, not by a
         # spacing (288 s would leave the engine unusable); 10 s covers the usual
-        # per-method `backoff`, which a successful answer cannot pass on yet.
+        # per-method `backoff`, which a successful answer passes on as a pause.
         min_interval_ms=10_000,
         max_concurrency=1,  # one at a time, so a `backoff` is seen before the next request
         cacheable=True,  # with attribution (U: API terms)
@@ -154,7 +153,9 @@ class StackExchange(Driver):
         if answer.quota_remaining == 0:
             # The day's quota is spent: the next request would be refused.
             raise EngineFailure(FailureClass.RATE_LIMITED, retry_after_ms=_seconds(answer.backoff))
-        return collect_hits(answer.items, _hit)
+        hits = collect_hits(answer.items, _hit)
+        pause_ms = _seconds(answer.backoff)
+        return PausingHits(hits, pause_ms=pause_ms) if pause_ms else hits
 
 
 def _hit(position: int, item: object) -> RawHit | None:

@@ -51,6 +51,7 @@ from rypsok.core.engines.base import (
     EngineRequest,
     EngineResponse,
     FailureClass,
+    PausingHits,
     RawHit,
     SafeSearch,
     SearchParams,
@@ -269,7 +270,10 @@ class SearchPipeline:
                     connect_timeout_ms=min(self._config.search.connect_timeout_ms, budget_ms),
                     total_timeout_ms=budget_ms,
                 )
-                hits = tuple(driver.parse(response))
+                parsed = driver.parse(response)
+                if isinstance(parsed, PausingHits):
+                    queue.pause(parsed.pause_ms)
+                hits = tuple(parsed)
         except EngineFailure as failure:
             if failure.failure_class is FailureClass.RATE_LIMITED:
                 queue.rate_limited(failure.retry_after_ms)
