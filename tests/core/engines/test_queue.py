@@ -133,3 +133,16 @@ async def test_a_pause_holds_the_next_start_without_widening() -> None:
     started = time.monotonic()
     starts, _, _ = await run_requests(q, 1, hold_s=0.0)
     assert starts[0] - started >= 0.29
+
+
+@pytest.mark.req("REQ-CMP-002", "REQ-AGG-008")
+async def test_a_refused_turn_reserves_nothing() -> None:
+    """Decision 1: a request refused for its deadline does not push later turns back."""
+    q = queue(300, 1)
+    began = time.monotonic()
+    first, _, _ = await run_requests(q, 1, hold_s=0.0)
+    _, _, refused = await run_requests(q, 1, hold_s=0.0, deadline_s=0.1)
+    later, _, _ = await run_requests(q, 1, hold_s=0.0)
+    assert refused == ["timeout"]
+    assert first[0] - began < 0.05
+    assert 0.3 <= later[0] - first[0] < 0.45  # one spacing, not two

@@ -149,10 +149,10 @@ _CHINESE: Final = (
     r"不要(?:告诉|告訴|通知|透露给|透露給)(?:用户|用戶|使用者)",
 )
 
-_INSTRUCTION_PATTERN: Final = re.compile(
-    "|".join(f"(?:{pattern})" for pattern in (*_ENGLISH, *_GERMAN, *_FRENCH, *_SPANISH, *_CHINESE)),
-    re.IGNORECASE,
-)
+# No IGNORECASE: the text is case-folded before matching and every pattern is
+# written in folded form (a test keeps it so), which makes matching a third faster.
+_PATTERNS: Final = (*_ENGLISH, *_GERMAN, *_FRENCH, *_SPANISH, *_CHINESE)
+_INSTRUCTION_PATTERN: Final = re.compile("|".join(f"(?:{pattern})" for pattern in _PATTERNS))
 
 
 def _normalized(text: str) -> str:

@@ -37,6 +37,17 @@ MAX_SPACING_FACTOR = 64
 SUCCESSES_TO_DECAY = 5
 
 
+class NotSent(EngineFailure):
+    """The request's turn would come after its deadline: it was never sent.
+
+    Reported as a `timeout` in the call, but it says nothing about the
+    provider's health, so the circuit breaker does not count it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(FailureClass.TIMEOUT)
+
+
 class EngineQueue:
     """The admission queue of one engine. Instances are shared by all searches."""
 
@@ -64,28 +75,28 @@ class EngineQueue:
         base_ms = max(self.min_interval_ms, 100) if self._factor > 1 else self.min_interval_ms
         return (base_ms * self._factor + SPACING_MARGIN_MS) / 1000.0
 
-    def _reserve_start(self) -> float:
-        now = self._clock()
-        start = max(now, self._next_start, self._blocked_until)
+    def _reserve_start(self, deadline: float) -> float:
+        """The start of this request's turn, or NotSent; a refused turn reserves nothing."""
+        start = max(self._clock(), self._next_start, self._blocked_until)
+        if start >= deadline:
+            raise NotSent()
         self._next_start = start + self.spacing_s
         return start
 
     @asynccontextmanager
     async def turn(self, deadline: float) -> AsyncIterator[None]:
-        """Wait for this request's turn; EngineFailure(timeout) if it comes too late."""
+        """Wait for this request's turn; NotSent (a timeout) if it would come too late."""
         with anyio.move_on_after(max(0.0, deadline - self._clock())) as waiting:
             await self._engine_slots.acquire()
         if waiting.cancelled_caught:
-            raise EngineFailure(FailureClass.TIMEOUT)
+            raise NotSent()
         try:
             with anyio.move_on_after(max(0.0, deadline - self._clock())) as waiting:
                 await self._process_slots.acquire()
             if waiting.cancelled_caught:
-                raise EngineFailure(FailureClass.TIMEOUT)
+                raise NotSent()
             try:
-                start = self._reserve_start()
-                if start >= deadline:
-                    raise EngineFailure(FailureClass.TIMEOUT)
+                start = self._reserve_start(deadline)
                 await anyio.sleep(max(0.0, start - self._clock()))
                 yield
             finally:

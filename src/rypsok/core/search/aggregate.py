@@ -33,7 +33,7 @@ import anyio
 
 from rypsok.core import contract, limits, logs
 from rypsok.core.boundary.instructions import looks_like_instruction
-from rypsok.core.boundary.text import clean_text
+from rypsok.core.boundary.text import CleanText, clean_text
 from rypsok.core.config import Config
 from rypsok.core.contract import (
     ErrorKind,
@@ -57,7 +57,7 @@ from rypsok.core.engines.base import (
     SearchParams,
     TimeRange,
 )
-from rypsok.core.engines.queue import EngineQueue
+from rypsok.core.engines.queue import EngineQueue, NotSent
 from rypsok.core.health import CircuitBreaker, CircuitEvent
 from rypsok.core.metrics import Metrics
 from rypsok.core.search.rank import Candidate, CanonicalResult, rank_results
@@ -110,6 +110,22 @@ class EngineAnswer:
     failure: FailureClass | None = None
     skipped: bool = False  # its circuit is open: no request was sent
     retry_after_ms: int | None = None
+    sent: bool = True  # False: its turn came too late, the provider was never asked
+
+
+@dataclass(frozen=True, slots=True)
+class _Cleaned:
+    title: CleanText
+    snippet: CleanText
+    flagged: bool  # instruction-like text (REQ-SEC-003)
+
+
+def _cleaned(title: str, snippet: str) -> _Cleaned:
+    """Title and snippet through the content boundary (REQ-CTX-004), checked for instructions."""
+    clean_title = clean_text(title, limits.TITLE_MAX_CHARS)
+    clean_snippet = clean_text(snippet, limits.SNIPPET_MAX_CHARS)
+    flagged = looks_like_instruction(clean_title.text) or looks_like_instruction(clean_snippet.text)
+    return _Cleaned(clean_title, clean_snippet, flagged)
 
 
 @dataclass
@@ -247,7 +263,9 @@ class SearchPipeline:
             raise
         if scope.cancelled_caught:  # hung past the deadline (REQ-AGG-002)
             answer = self._finish(driver.id, started, failure=FailureClass.TIMEOUT)
-        if answer.failure is None:
+        if not answer.sent:
+            breaker.released()  # the provider was not asked: no verdict on its health
+        elif answer.failure is None:
             breaker.succeeded()
         else:
             breaker.failed(answer.failure, answer.retry_after_ms)
@@ -274,6 +292,8 @@ class SearchPipeline:
                 if isinstance(parsed, PausingHits):
                     queue.pause(parsed.pause_ms)
                 hits = tuple(parsed)
+        except NotSent:
+            return EngineAnswer(driver.id, failure=FailureClass.TIMEOUT, sent=False)
         except EngineFailure as failure:
             if failure.failure_class is FailureClass.RATE_LIMITED:
                 queue.rate_limited(failure.retry_after_ms)
@@ -356,22 +376,17 @@ class SearchPipeline:
 
     # -- 3. boundary, URLs, fusion --------------------------------------------------------
 
-    def _candidates(
-        self, answers: list[EngineAnswer], tally: _Tally
-    ) -> tuple[list[Candidate], dict[tuple[str, str], tuple[bool, bool, bool, bool, bool]]]:
-        """Candidates, and per (engine, key) what cleaning changed."""
+    def _candidates(self, answers: list[EngineAnswer], tally: _Tally) -> list[Candidate]:
+        """Every usable hit with its normalized URL; its text still raw (cleaned once ranked)."""
+        drop_flagged = self._config.search.drop_instruction_like
         candidates: list[Candidate] = []
-        changes: dict[tuple[str, str], tuple[bool, bool, bool, bool, bool]] = {}
         for answer in answers:
             for hit in answer.hits:
                 url = normalize_result_url(hit.url)
                 if not isinstance(url, ResultUrl):
                     tally.counts[NoticeCode.URL_DROPPED] += 1
                     continue
-                title = clean_text(hit.title, limits.TITLE_MAX_CHARS)
-                snippet = clean_text(hit.snippet, limits.SNIPPET_MAX_CHARS)
-                flagged = looks_like_instruction(title.text) or looks_like_instruction(snippet.text)
-                if flagged and self._config.search.drop_instruction_like:
+                if drop_flagged and _cleaned(hit.title, hit.snippet).flagged:
                     tally.counts[NoticeCode.INSTRUCTION_LIKE_DROPPED] += 1
                     continue
                 date = hit.date if hit.date and _ISO_DATE.match(hit.date) else None
@@ -381,22 +396,12 @@ class SearchPipeline:
                         rank=hit.rank,
                         url=url.url,
                         key=url.key,
-                        title=title.text,
-                        snippet=snippet.text,
+                        title=hit.title,
+                        snippet=hit.snippet,
                         date=date,
                     )
                 )
-                changes.setdefault(
-                    (answer.engine, url.key),
-                    (
-                        title.truncated,
-                        snippet.truncated,
-                        title.markup_removed or snippet.markup_removed,
-                        bool(title.invisible_removed or snippet.invisible_removed),
-                        flagged,
-                    ),
-                )
-        return candidates, changes
+        return candidates
 
     def _attributed(self, result: CanonicalResult) -> list[str] | None:
         engines = [o.engine for o in result.observations]
@@ -407,25 +412,27 @@ class SearchPipeline:
         self, answers: list[EngineAnswer], max_results: int, notices: list[Notice]
     ) -> list[SearchResult]:
         tally = _Tally()
-        candidates, changes = self._candidates(answers, tally)
-        ranked = rank_results(candidates, self._preference, max_results)
+        ranked = rank_results(self._candidates(answers, tally), self._preference, max_results)
         results = []
+        # Only the returned results pass the boundary: cleaning is most of a call's CPU,
+        # and what is cut by max_results is never shown.
         for result in ranked:
-            best = result.observations[0]
-            title_cut, snippet_cut, markup, invisible, flagged = changes[(best.engine, result.key)]
+            cleaned = _cleaned(result.title, result.snippet)
             for code, happened in (
-                (NoticeCode.TITLE_SHORTENED, title_cut),
-                (NoticeCode.SNIPPET_SHORTENED, snippet_cut),
-                (NoticeCode.MARKUP_REMOVED, markup),
-                (NoticeCode.INVISIBLE_REMOVED, invisible),
-                (NoticeCode.INSTRUCTION_LIKE, flagged),
-            ):
+                (NoticeCode.TITLE_SHORTENED, cleaned.title.truncated),
+                (NoticeCode.SNIPPET_SHORTENED, cleaned.snippet.truncated),
+                (NoticeCode.MARKUP_REMOVED,
+                 cleaned.title.markup_removed or cleaned.snippet.markup_removed),
+                (NoticeCode.INVISIBLE_REMOVED,
+                 bool(cleaned.title.invisible_removed or cleaned.snippet.invisible_removed)),
+                (NoticeCode.INSTRUCTION_LIKE, cleaned.flagged),
+            ):  # fmt: skip
                 tally.counts[code] += happened
             results.append(
                 SearchResult(
-                    title=result.title,
+                    title=cleaned.title.text,
                     url=result.url,
-                    snippet=result.snippet,
+                    snippet=cleaned.snippet.text,
                     date=result.date,
                     engines=self._attributed(result),
                 )
