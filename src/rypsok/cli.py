@@ -2,7 +2,8 @@
 
 Exit codes: 0 success, 1 configuration error, 2 usage error. `serve` writes
 nothing to standard output but MCP messages; diagnostics are JSON lines on
-standard error. `check` reports to standard output for a person.
+standard error. `check` reports to standard output for a person, and checks
+the HTTP mode's configuration too when the file has an `[http]` table.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from rypsok import __version__
 from rypsok.core import logs
 from rypsok.core.config import Config, ConfigError
+from rypsok.core.http_policy import check_http, http_configured, plan_http
 from rypsok.core.services import engine_states, load_configuration
 
 EXIT_OK = 0
@@ -49,19 +51,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check":
         return _check(config)
     if args.transport == "http":
-        logs.event(
-            log,
-            "transport_unavailable",
-            logging.ERROR,
-            problem="the http transport is not available in this version; use stdio",
-        )
-        return EXIT_USAGE
+        return _serve_http(config)
     return _serve_stdio(config)
 
 
 def _check(config: Config) -> int:
+    http_problems = check_http(config) if http_configured(config) else []
+    if http_problems:
+        logs.event(log, "configuration_refused", logging.ERROR, problem="; ".join(http_problems))
+        return EXIT_CONFIG
     lines = ["configuration OK"]
     lines += [f"  engine {engine_id}: {state}" for engine_id, state in engine_states(config)]
+    if http_configured(config):
+        plan = plan_http(config)
+        lines.append(f"  http: {plan.url} ({plan.mode}, {len(plan.keys)} caller(s))")
+    else:
+        lines.append("  http: not configured ('serve --transport http' needs [[http.keys]])")
     sys.stdout.write("\n".join(lines) + "\n")
     return EXIT_OK
 
@@ -77,4 +82,26 @@ def _serve_stdio(config: Config) -> int:
         logs.event(log, "engine", engine=engine_id, state=state)
     logs.event(log, "serving", transport="stdio", version=__version__)
     anyio.run(serve_stdio, Services(config))
+    return EXIT_OK
+
+
+def _serve_http(config: Config) -> int:
+    try:
+        plan = plan_http(config)
+    except ConfigError as exc:
+        logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
+        return EXIT_CONFIG
+
+    import anyio  # noqa: PLC0415
+
+    from rypsok.core.services import Services  # noqa: PLC0415
+    from rypsok.mcp.http import serve_http  # noqa: PLC0415
+
+    for engine_id, state in engine_states(config):
+        logs.event(log, "engine", engine=engine_id, state=state)
+    try:
+        anyio.run(serve_http, Services(config), plan)
+    except ConfigError as exc:  # TLS material or the address, found only when serving
+        logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
+        return EXIT_CONFIG
     return EXIT_OK

@@ -203,8 +203,8 @@ def test_command_line_exit_codes() -> None:
     assert run("check").returncode == 0
     assert run("frobnicate").returncode == 2
     assert run("serve", "--transport", "carrier-pigeon").returncode == 2
-    http = run("serve", "--transport", "http")
-    assert http.returncode == 2 and "not available" in http.stderr
+    http = run("serve", "--transport", "http")  # no keys configured: a configuration error
+    assert http.returncode == 1 and "http.keys" in http.stderr
 
 
 @pytest.mark.req("REQ-CFG-003")

@@ -269,6 +269,11 @@ class HttpConfig(_Section):
     request_ms: int = _bounded(limits.HTTP_REQUEST_MS, (1_000, 600_000), "LIM-H5")
     sessions: int = _bounded(limits.HTTP_SESSIONS, limits.HTTP_SESSIONS_RANGE, "LIM-H6")
     http2_streams: int = _bounded(limits.HTTP2_STREAMS, limits.HTTP2_STREAMS_RANGE, "LIM-H4")
+    handshake_revisions: bool = Field(
+        default=True,
+        description="REQ-MCP-006 serve the handshake-based revisions (sessions) besides the "
+        "handshake-free one",
+    )
 
 
 class CacheConfig(_Section):

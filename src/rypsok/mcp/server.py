@@ -14,6 +14,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.shared.exceptions import MCPError
 
 from rypsok import __version__
@@ -50,8 +51,14 @@ def render(answer: Answer, structured: bool) -> types.CallToolResult:
 
 
 def caller_of(ctx: ServerRequestContext[Any]) -> str:
-    """The caller identity for per-caller limits: the process itself on stdio."""
-    return "local"
+    """The caller identity for per-caller limits (REQ-SEC-019, later cache isolation).
+
+    Over HTTP it is the caller name of the key that authenticated the request,
+    which the HTTP layer hands the SDK as the access token's `client_id`; on
+    stdio there is no token and the process itself is the one caller.
+    """
+    token = get_access_token()
+    return token.client_id if token is not None else "local"
 
 
 def build_server(services: Services) -> Server[Any]:
