@@ -2,49 +2,34 @@
 
 from __future__ import annotations
 
-import httpx2
 import pytest
 
 from rypsok.core.engines.arxiv import ArXiv
 from rypsok.core.engines.base import (
     Category,
-    EngineFailure,
-    EngineResponse,
     EngineSettings,
     FailureClass,
     SearchParams,
     TimeRange,
 )
-from tests.fakes.provider_server import ProviderServer, Route, Trickle, load_fixture
+from tests.core.engines.driver_support import (
+    HTML,
+    NOW,
+    FixtureResponses,
+    fetch_over_http,
+    parse_failure,
+)
+from tests.fakes.provider_server import Route, Trickle
 
 ATOM = "application/atom+xml; charset=utf-8"
-HTML = "text/html; charset=utf-8"
 PATH = "/api/query"
-NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 
 
 def _driver(settings: EngineSettings | None = None) -> ArXiv:
     return ArXiv(settings, clock=lambda: NOW)
 
 
-def _response(
-    name: str, status: int = 200, content_type: str | None = ATOM, **headers: str
-) -> EngineResponse:
-    merged = {key.replace("_", "-"): value for key, value in headers.items()}
-    if content_type is not None:
-        merged["content-type"] = content_type
-    return EngineResponse(status=status, headers=merged, body=load_fixture("arxiv", name))
-
-
-def _failure(response: EngineResponse) -> EngineFailure:
-    """The driver's failure, checked to carry its class and nothing of the provider."""
-    with pytest.raises(EngineFailure) as caught:
-        _driver().parse(response)
-    failure = caught.value
-    assert failure.args == (failure.failure_class.value,)
-    assert failure.__cause__ is None
-    assert failure.__context__ is None
-    return failure
+_response = FixtureResponses("arxiv", content_type=ATOM)
 
 
 @pytest.mark.req("REQ-ENG-001", "REQ-ENG-010", "REQ-CMP-002")
@@ -141,14 +126,14 @@ def test_a_feed_with_zero_total_results_is_empty() -> None:
 @pytest.mark.req("REQ-ERR-005", "REQ-ENG-006")
 def test_the_transient_empty_page_is_a_failure_not_empty() -> None:
     """REQ-ERR-005, REQ-ENG-006: no entries although totalResults > 0 is request_failure."""
-    failure = _failure(_response("transient_empty.xml"))
+    failure = parse_failure(_driver(), _response("transient_empty.xml"))
     assert failure.failure_class is FailureClass.REQUEST_FAILURE
 
 
 @pytest.mark.req("REQ-ENG-006")
 def test_a_feed_without_entries_or_total_is_a_parse_failure() -> None:
     """REQ-ENG-006: emptiness cannot be told from a missing count."""
-    failure = _failure(_response("empty_without_total.xml"))
+    failure = parse_failure(_driver(), _response("empty_without_total.xml"))
     assert failure.failure_class is FailureClass.PARSE_FAILURE
 
 
@@ -156,7 +141,7 @@ def test_a_feed_without_entries_or_total_is_a_parse_failure() -> None:
 @pytest.mark.parametrize("status", [400, 200])
 def test_the_error_feed_is_a_request_failure(status: int) -> None:
     """REQ-TEST-002, REQ-ENG-006: arXiv's error entry (under /api/errors) is request_failure."""
-    failure = _failure(_response("error.xml", status=status))
+    failure = parse_failure(_driver(), _response("error.xml", status=status))
     assert failure.failure_class is FailureClass.REQUEST_FAILURE
 
 
@@ -183,7 +168,7 @@ def test_invalid_entries_are_skipped() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 def test_entries_that_are_all_invalid_are_a_parse_failure() -> None:
     """REQ-TEST-002, REQ-ENG-006: only unusable entries is format drift, not empty."""
-    failure = _failure(_response("all_entries_invalid.xml"))
+    failure = parse_failure(_driver(), _response("all_entries_invalid.xml"))
     assert failure.failure_class is FailureClass.PARSE_FAILURE
 
 
@@ -194,7 +179,7 @@ def test_throttling_is_rate_limited_with_retry_after(status: int) -> None:
     response = _response(
         "rate_limited.txt", status=status, content_type="text/plain", retry_after="9"
     )
-    failure = _failure(response)
+    failure = parse_failure(_driver(), response)
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == 9_000
 
@@ -203,7 +188,9 @@ def test_throttling_is_rate_limited_with_retry_after(status: int) -> None:
 @pytest.mark.parametrize("status", [200, 403, 503])
 def test_a_challenge_page_is_blocked(status: int) -> None:
     """REQ-TEST-002, REQ-ENG-009: an anti-bot interstitial is blocked."""
-    failure = _failure(_response("challenge.html", status=status, content_type=HTML))
+    failure = parse_failure(
+        _driver(), _response("challenge.html", status=status, content_type=HTML)
+    )
     assert failure.failure_class is FailureClass.BLOCKED
 
 
@@ -222,28 +209,28 @@ def test_a_challenge_page_is_blocked(status: int) -> None:
 def test_an_html_answer_is_classified_by_status(status: int, expected: FailureClass) -> None:
     """REQ-TEST-002, REQ-ENG-006: arXiv never answers the API in HTML; the status decides."""
     response = _response("server_error.html", status=status, content_type=HTML)
-    assert _failure(response).failure_class is expected
+    assert parse_failure(_driver(), response).failure_class is expected
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 @pytest.mark.parametrize("name", ["malformed.xml", "truncated.xml", "wrong_root.xml"])
 def test_bodies_not_in_the_atom_format_are_parse_failures(name: str) -> None:
     """REQ-TEST-002, REQ-ENG-006: malformed, truncated or non-Atom XML is parse_failure."""
-    assert _failure(_response(name)).failure_class is FailureClass.PARSE_FAILURE
+    assert parse_failure(_driver(), _response(name)).failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-ENG-006", "REQ-SEC-014")
 @pytest.mark.parametrize("name", ["entity_bomb.xml", "dtd_entities.xml", "dtd_entities_late.xml"])
 def test_a_document_with_a_dtd_is_refused_without_expanding_entities(name: str) -> None:
     """REQ-ENG-006, REQ-SEC-014: an entity bomb with an external entity is parse_failure."""
-    assert _failure(_response(name)).failure_class is FailureClass.PARSE_FAILURE
+    assert parse_failure(_driver(), _response(name)).failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-ENG-006")
 @pytest.mark.parametrize("content_type", ["application/json", "text/plain"])
 def test_a_wrong_content_type_is_a_parse_failure(content_type: str) -> None:
     """REQ-ENG-006: a feed labelled as JSON or text is not the provider's answer."""
-    failure = _failure(_response("ok.xml", content_type=content_type))
+    failure = parse_failure(_driver(), _response("ok.xml", content_type=content_type))
     assert failure.failure_class is FailureClass.PARSE_FAILURE
 
 
@@ -257,7 +244,7 @@ def test_plain_xml_types_and_a_missing_content_type_are_accepted() -> None:
 @pytest.mark.req("REQ-ENG-006", "REQ-SEC-016")
 def test_no_provider_text_leaves_the_driver() -> None:
     """REQ-ENG-006, REQ-SEC-016: the error summary never appears in the failure."""
-    failure = _failure(_response("error.xml", status=400))
+    failure = parse_failure(_driver(), _response("error.xml", status=400))
     assert str(failure) == "request_failure"
     assert "max_results" not in repr(failure)
 
@@ -266,16 +253,11 @@ def test_no_provider_text_leaves_the_driver() -> None:
 async def test_fixture_served_over_http_parses() -> None:
     """REQ-TEST-002, REQ-MAIN-005: a trickled local Atom answer parses; the wire has the query."""
     route = Route.fixture("arxiv", "ok.xml", trickle=Trickle(chunk_bytes=1024, interval_s=0.001))
-    async with ProviderServer({PATH: route}) as server:
-        driver = _driver(EngineSettings(endpoint=server.url(PATH)))
-        request = driver.build_request(SearchParams(query="attention transformer", results=11))
-        async with httpx2.AsyncClient(trust_env=False) as client:
-            reply = await client.get(request.url, params=list(request.params))
-        response = EngineResponse(
-            reply.status_code, {k.lower(): v for k, v in reply.headers.items()}, reply.content
-        )
-        hits = driver.parse(response)
-        received = server.requests_to(PATH)
-    assert len(hits) == 11
-    assert received[0].param("search_query") == "all:attention transformer"
-    assert received[0].query == request.params
+    exchange = await fetch_over_http(
+        lambda endpoint: _driver(EngineSettings(endpoint=endpoint)),
+        SearchParams(query="attention transformer", results=11),
+        route,
+        path=PATH,
+    )
+    assert len(exchange.hits) == 11
+    assert exchange.wire.param("search_query") == "all:attention transformer"

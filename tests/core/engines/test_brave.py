@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import httpx2
 import pytest
 
 from rypsok.core import limits
 from rypsok.core.engines.base import (
     Category,
-    EngineFailure,
     EngineResponse,
     EngineSettings,
     FailureClass,
@@ -17,10 +15,10 @@ from rypsok.core.engines.base import (
     TimeRange,
 )
 from rypsok.core.engines.brave import Brave
-from tests.fakes.provider_server import ProviderServer, Route, load_fixture
+from tests.core.engines.driver_support import HTML, FixtureResponses, fetch_over_http, parse_failure
+from tests.fakes.provider_server import Route, load_fixture
 
 JSON = "application/json"
-HTML = "text/html; charset=utf-8"
 KEY = "canary-key-7f3a"
 WEB = "https://api.search.brave.com/res/v1/web/search"
 NEWS = "https://api.search.brave.com/res/v1/news/search"
@@ -30,24 +28,7 @@ def _driver(api_key: str | None = KEY, endpoint: str | None = None) -> Brave:
     return Brave(EngineSettings(endpoint=endpoint, api_key=api_key))
 
 
-def _response(
-    name: str, status: int = 200, content_type: str | None = JSON, **headers: str
-) -> EngineResponse:
-    merged = {key.replace("_", "-"): value for key, value in headers.items()}
-    if content_type is not None:
-        merged["content-type"] = content_type
-    return EngineResponse(status=status, headers=merged, body=load_fixture("brave", name))
-
-
-def _failure(response: EngineResponse, driver: Brave | None = None) -> EngineFailure:
-    """The driver's failure, checked to carry its class and nothing of the provider."""
-    with pytest.raises(EngineFailure) as caught:
-        (driver or _driver()).parse(response)
-    failure = caught.value
-    assert failure.args == (failure.failure_class.value,)
-    assert failure.__cause__ is None
-    assert failure.__context__ is None
-    return failure
+_response = FixtureResponses("brave", content_type=JSON)
 
 
 @pytest.mark.req("REQ-ENG-001", "REQ-ENG-010", "REQ-CMP-002", "REQ-CMP-007", "REQ-CFG-004")
@@ -223,7 +204,10 @@ def test_invalid_hits_are_skipped_and_bad_optional_fields_dropped() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 def test_hits_that_are_all_invalid_are_a_parse_failure() -> None:
     """REQ-TEST-002, REQ-ENG-006: only unusable results is format drift, not empty."""
-    assert _failure(_response("all_hits_invalid.json")).failure_class is FailureClass.PARSE_FAILURE
+    assert (
+        parse_failure(_driver(), _response("all_hits_invalid.json")).failure_class
+        is FailureClass.PARSE_FAILURE
+    )
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-RES-002", "REQ-CMP-002")
@@ -236,7 +220,7 @@ def test_a_spent_second_window_waits_for_its_reset() -> None:
         x_ratelimit_remaining="0, 990",
         x_ratelimit_reset="1, 1419704",
     )
-    failure = _failure(response)
+    failure = parse_failure(_driver(), response)
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == 1_000
 
@@ -250,7 +234,7 @@ def test_a_spent_monthly_quota_waits_at_most_lim_b4() -> None:
         x_ratelimit_remaining="1, 0",
         x_ratelimit_reset="1, 1419704",
     )
-    assert _failure(response).retry_after_ms == limits.RETRY_AFTER_MAX_MS
+    assert parse_failure(_driver(), response).retry_after_ms == limits.RETRY_AFTER_MAX_MS
 
 
 @pytest.mark.req("REQ-RES-002", "REQ-CMP-002")
@@ -269,7 +253,7 @@ def test_the_wait_comes_from_retry_after_then_reset_then_the_code(
 ) -> None:
     """REQ-RES-002, REQ-CMP-002: Retry-After wins; else the soonest reset; else QUOTA_LIMITED."""
     response = EngineResponse(429, {"content-type": JSON, **headers}, load_fixture("brave", name))
-    failure = _failure(response)
+    failure = parse_failure(_driver(), response)
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == expected
 
@@ -281,14 +265,17 @@ def test_the_wait_comes_from_retry_after_then_reset_then_the_code(
 )
 def test_refused_keys_are_auth_failure_whatever_the_status(name: str, status: int) -> None:
     """REQ-TEST-002, REQ-ENG-006: 422 SUBSCRIPTION_TOKEN_INVALID, 404 _NOT_FOUND refuse a key."""
-    assert _failure(_response(name, status=status)).failure_class is FailureClass.AUTH_FAILURE
+    assert (
+        parse_failure(_driver(), _response(name, status=status)).failure_class
+        is FailureClass.AUTH_FAILURE
+    )
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 @pytest.mark.parametrize("status", [401, 403])
 def test_401_and_403_with_a_key_are_auth_failure(status: int) -> None:
     """REQ-TEST-002, REQ-ENG-006: the key was sent, so a 401 or 403 refuses it."""
-    failure = _failure(EngineResponse(status, {"content-type": JSON}, b"{}"))
+    failure = parse_failure(_driver(), EngineResponse(status, {"content-type": JSON}, b"{}"))
     assert failure.failure_class is FailureClass.AUTH_FAILURE
 
 
@@ -296,7 +283,9 @@ def test_401_and_403_with_a_key_are_auth_failure(status: int) -> None:
 @pytest.mark.parametrize("status", [200, 403, 503])
 def test_a_challenge_page_is_blocked(status: int) -> None:
     """REQ-TEST-002, REQ-ENG-009: an anti-bot interstitial is blocked, even on a 403."""
-    failure = _failure(_response("challenge.html", status=status, content_type=HTML))
+    failure = parse_failure(
+        _driver(), _response("challenge.html", status=status, content_type=HTML)
+    )
     assert failure.failure_class is FailureClass.BLOCKED
 
 
@@ -316,7 +305,7 @@ def test_other_answers_are_classified(
 ) -> None:
     """REQ-TEST-002, REQ-ENG-006: bad request, outage, gateway timeout, HTML under 200."""
     response = _response(name, status=status, content_type=content_type)
-    assert _failure(response).failure_class is expected
+    assert parse_failure(_driver(), response).failure_class is expected
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
@@ -325,14 +314,14 @@ def test_other_answers_are_classified(
 )
 def test_bodies_not_in_the_provider_format_are_parse_failures(name: str) -> None:
     """REQ-TEST-002, REQ-ENG-006: malformed, truncated, misshapen or foreign answers."""
-    assert _failure(_response(name)).failure_class is FailureClass.PARSE_FAILURE
+    assert parse_failure(_driver(), _response(name)).failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-ERR-004", "REQ-ENG-006", "REQ-SEC-016")
 @pytest.mark.parametrize("status", [401, 422])
 def test_an_error_body_echoing_the_key_puts_it_nowhere(status: int) -> None:
     """REQ-ERR-004, REQ-ENG-006, REQ-SEC-016: the echoed key is in no failure text or attribute."""
-    failure = _failure(_response("token_invalid_echo.json", status=status))
+    failure = parse_failure(_driver(), _response("token_invalid_echo.json", status=status))
     assert failure.failure_class is FailureClass.AUTH_FAILURE
     shown = str(failure) + repr(failure) + repr(failure.args) + repr(vars(failure))
     assert KEY not in shown
@@ -351,20 +340,15 @@ async def test_fixture_served_over_http_with_the_key_in_its_header_only(
     category: Category, path: str, fixture: str
 ) -> None:
     """REQ-TEST-002, REQ-TEST-015, REQ-SEC-017, REQ-MAIN-005: wire = request; key in its header."""
-    async with ProviderServer({path: Route.fixture("brave", fixture)}) as server:
-        driver = _driver(endpoint=server.url("/res/v1"))
-        request = driver.build_request(SearchParams(query="http client", category=category))
-        async with httpx2.AsyncClient(trust_env=False) as client:
-            reply = await client.get(
-                request.url, params=list(request.params), headers=list(request.headers)
-            )
-        response = EngineResponse(
-            reply.status_code, {k.lower(): v for k, v in reply.headers.items()}, reply.content
-        )
-        hits = driver.parse(response)
-        received = server.requests
+    exchange = await fetch_over_http(
+        lambda endpoint: _driver(endpoint=endpoint),
+        SearchParams(query="http client", category=category),
+        Route.fixture("brave", fixture),
+        path=path,
+        endpoint_path="/res/v1",
+    )
+    hits, received = exchange.hits, exchange.received
     assert len(received) == 1 and received[0].path == path
-    assert received[0].query == request.params
     assert received[0].header("x-subscription-token") == KEY
     assert received[0].header("accept") == "application/json"
     assert [name for name, value in received[0].headers if KEY in value] == ["x-subscription-token"]

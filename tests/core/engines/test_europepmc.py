@@ -2,49 +2,33 @@
 
 from __future__ import annotations
 
-import httpx2
 import pytest
 
 from rypsok.core.engines.base import (
     Category,
-    EngineFailure,
-    EngineResponse,
     EngineSettings,
     FailureClass,
     SearchParams,
     TimeRange,
 )
 from rypsok.core.engines.europepmc import EuropePmc
-from tests.fakes.provider_server import ProviderServer, Route, load_fixture
+from tests.core.engines.driver_support import (
+    HTML,
+    NOW,
+    FixtureResponses,
+    fetch_over_http,
+    parse_failure,
+)
+from tests.fakes.provider_server import Route
 
-JSON = "application/json; charset=utf-8"
-HTML = "text/html; charset=utf-8"
 PATH = "/europepmc/webservices/rest/search"
-NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 
 
 def _driver(settings: EngineSettings | None = None) -> EuropePmc:
     return EuropePmc(settings, clock=lambda: NOW)
 
 
-def _response(
-    name: str, status: int = 200, content_type: str | None = JSON, **headers: str
-) -> EngineResponse:
-    merged = {key.replace("_", "-"): value for key, value in headers.items()}
-    if content_type is not None:
-        merged["content-type"] = content_type
-    return EngineResponse(status=status, headers=merged, body=load_fixture("europepmc", name))
-
-
-def _failure(response: EngineResponse) -> EngineFailure:
-    """The driver's failure, checked to carry its class and nothing of the provider."""
-    with pytest.raises(EngineFailure) as caught:
-        _driver().parse(response)
-    failure = caught.value
-    assert failure.args == (failure.failure_class.value,)
-    assert failure.__cause__ is None
-    assert failure.__context__ is None
-    return failure
+_response = FixtureResponses("europepmc")
 
 
 @pytest.mark.req("REQ-ENG-001", "REQ-ENG-010", "REQ-CMP-002")
@@ -147,20 +131,23 @@ def test_invalid_records_are_skipped_and_bad_optional_fields_dropped() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 def test_records_that_are_all_invalid_are_a_parse_failure() -> None:
     """REQ-TEST-002, REQ-ENG-006: only unusable records is format drift, not empty."""
-    assert _failure(_response("all_hits_invalid.json")).failure_class is FailureClass.PARSE_FAILURE
+    assert (
+        parse_failure(_driver(), _response("all_hits_invalid.json")).failure_class
+        is FailureClass.PARSE_FAILURE
+    )
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006", "REQ-RES-002")
 @pytest.mark.parametrize("name", ["version_only.json", "bad_query.json"])
 def test_the_cut_short_or_refused_200_answer_is_a_request_failure(name: str) -> None:
     """REQ-TEST-002, REQ-ENG-006: `{"version": ...}` without results is neither empty nor drift."""
-    assert _failure(_response(name)).failure_class is FailureClass.REQUEST_FAILURE
+    assert parse_failure(_driver(), _response(name)).failure_class is FailureClass.REQUEST_FAILURE
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-RES-002", "REQ-CMP-002")
 def test_http_429_is_rate_limited_with_retry_after() -> None:
     """REQ-TEST-002, REQ-RES-002, REQ-CMP-002: 429 keeps its Retry-After."""
-    failure = _failure(_response("server_error.html", 429, HTML, retry_after="30"))
+    failure = parse_failure(_driver(), _response("server_error.html", 429, HTML, retry_after="30"))
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == 30_000
 
@@ -169,7 +156,7 @@ def test_http_429_is_rate_limited_with_retry_after() -> None:
 @pytest.mark.parametrize("status", [200, 403, 503])
 def test_a_challenge_page_is_blocked(status: int) -> None:
     """REQ-TEST-002, REQ-ENG-009: an anti-bot interstitial is blocked."""
-    failure = _failure(_response("challenge.html", status, HTML))
+    failure = parse_failure(_driver(), _response("challenge.html", status, HTML))
     assert failure.failure_class is FailureClass.BLOCKED
 
 
@@ -188,27 +175,30 @@ def test_a_challenge_page_is_blocked(status: int) -> None:
 )
 def test_http_statuses_are_classified(status: int, expected: FailureClass) -> None:
     """REQ-TEST-002, REQ-ENG-006: each status maps to exactly one class; keyless 403 is blocked."""
-    assert _failure(_response("server_error.html", status, HTML)).failure_class is expected
+    assert (
+        parse_failure(_driver(), _response("server_error.html", status, HTML)).failure_class
+        is expected
+    )
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 @pytest.mark.parametrize("name", ["malformed.json", "truncated.json", "wrong_shape.json"])
 def test_bodies_not_in_the_provider_format_are_parse_failures(name: str) -> None:
     """REQ-TEST-002, REQ-ENG-006: malformed, truncated or misshapen JSON is parse_failure."""
-    assert _failure(_response(name)).failure_class is FailureClass.PARSE_FAILURE
+    assert parse_failure(_driver(), _response(name)).failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-ENG-006")
 def test_an_html_page_without_challenge_under_200_is_a_parse_failure() -> None:
     """REQ-ENG-006: a maintenance page under 200 is not the provider's answer."""
-    failure = _failure(_response("server_error.html", 200, HTML))
+    failure = parse_failure(_driver(), _response("server_error.html", 200, HTML))
     assert failure.failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-ENG-006", "REQ-SEC-016")
 def test_no_provider_text_leaves_the_driver() -> None:
     """REQ-ENG-006, REQ-SEC-016: the failure's text is its class, nothing else."""
-    failure = _failure(_response("bad_query.json"))
+    failure = parse_failure(_driver(), _response("bad_query.json"))
     assert str(failure) == "request_failure"
     assert "vaccine" not in repr(failure)
 
@@ -216,20 +206,13 @@ def test_no_provider_text_leaves_the_driver() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-MAIN-005")
 async def test_fixture_served_over_http_parses_and_the_wire_carries_the_request() -> None:
     """REQ-TEST-002, REQ-MAIN-005: a local answer parses; the query on the wire is the request's."""
-    async with ProviderServer({PATH: Route.fixture("europepmc", "ok.json")}) as server:
-        driver = _driver(EngineSettings(endpoint=server.url(PATH)))
-        request = driver.build_request(
-            SearchParams(query="malaria vaccine", time_range=TimeRange.WEEK)
-        )
-        async with httpx2.AsyncClient(trust_env=False) as client:
-            reply = await client.get(request.url, params=list(request.params))
-        response = EngineResponse(
-            reply.status_code, {k.lower(): v for k, v in reply.headers.items()}, reply.content
-        )
-        hits = driver.parse(response)
-        received = server.requests_to(PATH)
-    assert len(hits) == 12
-    assert received[0].query == request.params
-    assert (
-        received[0].param("query") == "(malaria vaccine) AND FIRST_PDATE:[2023-11-07 TO 2023-11-14]"
+    exchange = await fetch_over_http(
+        lambda endpoint: _driver(EngineSettings(endpoint=endpoint)),
+        SearchParams(query="malaria vaccine", time_range=TimeRange.WEEK),
+        Route.fixture("europepmc", "ok.json"),
+        path=PATH,
+    )
+    assert len(exchange.hits) == 12
+    assert exchange.wire.param("query") == (
+        "(malaria vaccine) AND FIRST_PDATE:[2023-11-07 TO 2023-11-14]"
     )

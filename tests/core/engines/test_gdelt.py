@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import httpx2
 import pytest
 
 from rypsok.core.engines.base import (
     Category,
-    EngineFailure,
     EngineResponse,
     EngineSettings,
     FailureClass,
@@ -15,32 +13,20 @@ from rypsok.core.engines.base import (
     TimeRange,
 )
 from rypsok.core.engines.gdelt import Gdelt
-from tests.fakes.provider_server import ProviderServer, Route, load_fixture
+from tests.core.engines.driver_support import (
+    HTML,
+    JSON,
+    TEXT,
+    FixtureResponses,
+    fetch_over_http,
+    parse_failure,
+)
+from tests.fakes.provider_server import Route
 
-JSON = "application/json; charset=utf-8"
-HTML = "text/html; charset=utf-8"
-TEXT = "text/plain; charset=utf-8"
 PATH = "/api/v2/doc/doc"
 
 
-def _response(
-    name: str, status: int = 200, content_type: str | None = JSON, **headers: str
-) -> EngineResponse:
-    merged = {key.replace("_", "-"): value for key, value in headers.items()}
-    if content_type is not None:
-        merged["content-type"] = content_type
-    return EngineResponse(status=status, headers=merged, body=load_fixture("gdelt", name))
-
-
-def _failure(response: EngineResponse) -> EngineFailure:
-    """The driver's failure, checked to carry its class and nothing of the provider."""
-    with pytest.raises(EngineFailure) as caught:
-        Gdelt().parse(response)
-    failure = caught.value
-    assert failure.args == (failure.failure_class.value,)
-    assert failure.__cause__ is None
-    assert failure.__context__ is None
-    return failure
+_response = FixtureResponses("gdelt")
 
 
 @pytest.mark.req("REQ-ENG-001", "REQ-ENG-010", "REQ-CMP-002")
@@ -133,7 +119,10 @@ def test_invalid_articles_are_skipped_and_bad_dates_dropped() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 def test_articles_that_are_all_invalid_are_a_parse_failure() -> None:
     """REQ-TEST-002, REQ-ENG-006: only unusable articles is format drift, not empty."""
-    assert _failure(_response("all_hits_invalid.json")).failure_class is FailureClass.PARSE_FAILURE
+    assert (
+        parse_failure(Gdelt(), _response("all_hits_invalid.json")).failure_class
+        is FailureClass.PARSE_FAILURE
+    )
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-RES-002", "REQ-CMP-002")
@@ -146,7 +135,7 @@ def test_the_throttle_message_is_rate_limited_with_200_or_429(
 ) -> None:
     """REQ-TEST-002, REQ-RES-002, REQ-CMP-002: GDELT's throttle text, whatever status or type."""
     headers = {"retry_after": "10"} if status == 429 else {}
-    failure = _failure(_response("throttle.txt", status, content_type, **headers))
+    failure = parse_failure(Gdelt(), _response("throttle.txt", status, content_type, **headers))
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == wait_ms
 
@@ -166,7 +155,7 @@ def test_an_article_titled_like_the_throttle_message_is_a_hit() -> None:
 @pytest.mark.parametrize("content_type", [HTML, TEXT])
 def test_a_refused_query_under_200_is_a_request_failure(content_type: str) -> None:
     """REQ-TEST-002, REQ-ENG-006: GDELT's message for a query it refuses is not format drift."""
-    failure = _failure(_response("bad_query.html", 200, content_type))
+    failure = parse_failure(Gdelt(), _response("bad_query.html", 200, content_type))
     assert failure.failure_class is FailureClass.REQUEST_FAILURE
 
 
@@ -184,7 +173,10 @@ def test_invalid_escapes_and_control_characters_are_repaired() -> None:
 @pytest.mark.parametrize("status", [200, 403, 503])
 def test_a_challenge_page_is_blocked(status: int) -> None:
     """REQ-TEST-002, REQ-ENG-009: an anti-bot interstitial is blocked."""
-    assert _failure(_response("challenge.html", status, HTML)).failure_class is FailureClass.BLOCKED
+    assert (
+        parse_failure(Gdelt(), _response("challenge.html", status, HTML)).failure_class
+        is FailureClass.BLOCKED
+    )
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
@@ -201,26 +193,32 @@ def test_a_challenge_page_is_blocked(status: int) -> None:
 )
 def test_http_statuses_are_classified(status: int, expected: FailureClass) -> None:
     """REQ-TEST-002, REQ-ENG-006: each status maps to exactly one class; keyless 403 is blocked."""
-    assert _failure(_response("server_error.html", status, HTML)).failure_class is expected
+    assert (
+        parse_failure(Gdelt(), _response("server_error.html", status, HTML)).failure_class
+        is expected
+    )
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 @pytest.mark.parametrize("name", ["malformed.json", "truncated.json", "wrong_shape.json"])
 def test_bodies_not_in_the_provider_format_are_parse_failures(name: str) -> None:
     """REQ-TEST-002, REQ-ENG-006: malformed, truncated or misshapen JSON is parse_failure."""
-    assert _failure(_response(name)).failure_class is FailureClass.PARSE_FAILURE
+    assert parse_failure(Gdelt(), _response(name)).failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-ENG-006")
 def test_json_under_another_media_type_is_a_parse_failure() -> None:
     """REQ-ENG-006: the answer must be labelled JSON, even when the body looks like it."""
-    assert _failure(_response("ok.json", 200, HTML)).failure_class is FailureClass.PARSE_FAILURE
+    assert (
+        parse_failure(Gdelt(), _response("ok.json", 200, HTML)).failure_class
+        is FailureClass.PARSE_FAILURE
+    )
 
 
 @pytest.mark.req("REQ-ENG-006", "REQ-SEC-016")
 def test_no_provider_text_leaves_the_driver() -> None:
     """REQ-ENG-006, REQ-SEC-016: neither the throttle text nor its contact leaves the driver."""
-    failure = _failure(_response("throttle.txt", 200, TEXT))
+    failure = parse_failure(Gdelt(), _response("throttle.txt", 200, TEXT))
     assert str(failure) == "rate_limited"
     assert "example.org" not in repr(failure)
 
@@ -228,16 +226,11 @@ def test_no_provider_text_leaves_the_driver() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-MAIN-005")
 async def test_fixture_served_over_http_parses_and_the_wire_carries_the_request() -> None:
     """REQ-TEST-002, REQ-MAIN-005: a local answer parses; the query on the wire is the request's."""
-    async with ProviderServer({PATH: Route.fixture("gdelt", "ok.json")}) as server:
-        driver = Gdelt(EngineSettings(endpoint=server.url(PATH)))
-        request = driver.build_request(SearchParams(query="climate", time_range=TimeRange.WEEK))
-        async with httpx2.AsyncClient(trust_env=False) as client:
-            reply = await client.get(request.url, params=list(request.params))
-        response = EngineResponse(
-            reply.status_code, {k.lower(): v for k, v in reply.headers.items()}, reply.content
-        )
-        hits = driver.parse(response)
-        received = server.requests_to(PATH)
-    assert len(hits) == 12
-    assert received[0].query == request.params
-    assert received[0].param("timespan") == "7d"
+    exchange = await fetch_over_http(
+        lambda endpoint: Gdelt(EngineSettings(endpoint=endpoint)),
+        SearchParams(query="climate", time_range=TimeRange.WEEK),
+        Route.fixture("gdelt", "ok.json"),
+        path=PATH,
+    )
+    assert len(exchange.hits) == 12
+    assert exchange.wire.param("timespan") == "7d"

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import httpx2
 import pytest
 
 from rypsok.core import limits
 from rypsok.core.engines.base import (
     Category,
-    EngineFailure,
     EngineResponse,
     EngineSettings,
     FailureClass,
@@ -16,12 +14,17 @@ from rypsok.core.engines.base import (
     TimeRange,
 )
 from rypsok.core.engines.github import GitHub
-from tests.fakes.provider_server import ProviderServer, Route, load_fixture
+from tests.core.engines.driver_support import (
+    HTML,
+    JSON,
+    NOW,
+    FixtureResponses,
+    fetch_over_http,
+    parse_failure,
+)
+from tests.fakes.provider_server import Route
 
-JSON = "application/json; charset=utf-8"
-HTML = "text/html; charset=utf-8"
 PATH = "/search/repositories"
-NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 DATE = "Tue, 14 Nov 2023 22:13:20 GMT"  # the same instant as an HTTP date
 
 
@@ -29,24 +32,7 @@ def _driver(api_key: str | None = None, endpoint: str | None = None) -> GitHub:
     return GitHub(EngineSettings(endpoint=endpoint, api_key=api_key), clock=lambda: NOW)
 
 
-def _response(
-    name: str, status: int = 200, content_type: str | None = JSON, **headers: str
-) -> EngineResponse:
-    merged = {key.replace("_", "-"): value for key, value in headers.items()}
-    if content_type is not None:
-        merged["content-type"] = content_type
-    return EngineResponse(status=status, headers=merged, body=load_fixture("github", name))
-
-
-def _failure(response: EngineResponse, driver: GitHub | None = None) -> EngineFailure:
-    """The driver's failure, checked to carry its class and nothing of the provider."""
-    with pytest.raises(EngineFailure) as caught:
-        (driver or _driver()).parse(response)
-    failure = caught.value
-    assert failure.args == (failure.failure_class.value,)
-    assert failure.__cause__ is None
-    assert failure.__context__ is None
-    return failure
+_response = FixtureResponses("github")
 
 
 @pytest.mark.req("REQ-ENG-001", "REQ-ENG-010", "REQ-CMP-002")
@@ -151,7 +137,10 @@ def test_invalid_hits_are_skipped() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 def test_hits_that_are_all_invalid_are_a_parse_failure() -> None:
     """REQ-TEST-002, REQ-ENG-006: only unusable hits is format drift, not empty."""
-    assert _failure(_response("all_hits_invalid.json")).failure_class is FailureClass.PARSE_FAILURE
+    assert (
+        parse_failure(_driver(), _response("all_hits_invalid.json")).failure_class
+        is FailureClass.PARSE_FAILURE
+    )
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-RES-002", "REQ-CMP-002")
@@ -164,7 +153,7 @@ def test_primary_limit_403_is_rate_limited_until_the_reset() -> None:
         x_ratelimit_reset=str(int(NOW) + 42),
         date=DATE,
     )
-    failure = _failure(response)
+    failure = parse_failure(_driver(), response)
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == 42_000
 
@@ -179,11 +168,11 @@ def test_a_distant_reset_is_capped_and_a_missing_date_gives_no_wait() -> None:
         x_ratelimit_reset=str(int(NOW) + 86_400),
         date=DATE,
     )
-    assert _failure(far).retry_after_ms == limits.RETRY_AFTER_MAX_MS
+    assert parse_failure(_driver(), far).retry_after_ms == limits.RETRY_AFTER_MAX_MS
     undated = _response(
         "rate_limit_primary.json", status=403, x_ratelimit_remaining="0", x_ratelimit_reset="1"
     )
-    failure = _failure(undated)
+    failure = parse_failure(_driver(), undated)
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms is None
 
@@ -192,7 +181,9 @@ def test_a_distant_reset_is_capped_and_a_missing_date_gives_no_wait() -> None:
 @pytest.mark.parametrize("status", [403, 429])
 def test_secondary_limit_is_rate_limited_with_retry_after(status: int) -> None:
     """REQ-TEST-002, REQ-RES-002: the secondary limit (403 or 429) honours Retry-After."""
-    failure = _failure(_response("rate_limit_secondary.json", status=status, retry_after="60"))
+    failure = parse_failure(
+        _driver(), _response("rate_limit_secondary.json", status=status, retry_after="60")
+    )
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == 60_000
 
@@ -200,14 +191,14 @@ def test_secondary_limit_is_rate_limited_with_retry_after(status: int) -> None:
 @pytest.mark.req("REQ-RES-002")
 def test_a_rate_limit_message_alone_makes_a_403_rate_limited() -> None:
     """REQ-RES-002: without headers, the body's rate-limit message decides."""
-    failure = _failure(_response("rate_limit_secondary.json", status=403))
+    failure = parse_failure(_driver(), _response("rate_limit_secondary.json", status=403))
     assert failure.failure_class is FailureClass.RATE_LIMITED
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 def test_bad_credentials_are_auth_failure() -> None:
     """REQ-TEST-002, REQ-ENG-006: 401 is auth_failure."""
-    failure = _failure(_response("bad_credentials.json", status=401), _driver(api_key="ghp_x"))
+    failure = parse_failure(_driver(api_key="ghp_x"), _response("bad_credentials.json", status=401))
     assert failure.failure_class is FailureClass.AUTH_FAILURE
 
 
@@ -215,16 +206,21 @@ def test_bad_credentials_are_auth_failure() -> None:
 def test_a_plain_403_is_auth_failure_with_a_token_and_blocked_without() -> None:
     """REQ-ENG-006, REQ-ENG-009: no rate-limit signal: a token's refusal, or the client's."""
     forbidden = _response("forbidden.json", status=403)
-    assert _failure(forbidden, _driver(api_key="ghp_x")).failure_class is FailureClass.AUTH_FAILURE
+    assert (
+        parse_failure(_driver(api_key="ghp_x"), forbidden).failure_class
+        is FailureClass.AUTH_FAILURE
+    )
     refused = _response("missing_user_agent.txt", status=403, content_type="text/plain")
-    assert _failure(refused).failure_class is FailureClass.BLOCKED
+    assert parse_failure(_driver(), refused).failure_class is FailureClass.BLOCKED
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-009")
 @pytest.mark.parametrize("status", [200, 403, 503])
 def test_a_challenge_page_is_blocked(status: int) -> None:
     """REQ-TEST-002, REQ-ENG-009: an anti-bot interstitial is blocked."""
-    failure = _failure(_response("challenge.html", status=status, content_type=HTML))
+    failure = parse_failure(
+        _driver(), _response("challenge.html", status=status, content_type=HTML)
+    )
     assert failure.failure_class is FailureClass.BLOCKED
 
 
@@ -243,7 +239,9 @@ def test_other_answers_are_classified(
 ) -> None:
     """REQ-TEST-002, REQ-ENG-006: bad query, outage page, gateway timeout, HTML under 200."""
     assert (
-        _failure(_response(name, status=status, content_type=content_type)).failure_class
+        parse_failure(
+            _driver(), _response(name, status=status, content_type=content_type)
+        ).failure_class
         is expected
     )
 
@@ -252,13 +250,15 @@ def test_other_answers_are_classified(
 @pytest.mark.parametrize("name", ["malformed.json", "truncated.json", "wrong_shape.json"])
 def test_bodies_not_in_the_provider_format_are_parse_failures(name: str) -> None:
     """REQ-TEST-002, REQ-ENG-006: malformed, truncated or misshapen JSON is parse_failure."""
-    assert _failure(_response(name)).failure_class is FailureClass.PARSE_FAILURE
+    assert parse_failure(_driver(), _response(name)).failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-ENG-006", "REQ-SEC-016")
 def test_no_provider_text_leaves_the_driver() -> None:
     """REQ-ENG-006, REQ-SEC-016: neither the message nor the address appears in the failure."""
-    failure = _failure(_response("rate_limit_primary.json", status=403, x_ratelimit_remaining="0"))
+    failure = parse_failure(
+        _driver(), _response("rate_limit_primary.json", status=403, x_ratelimit_remaining="0")
+    )
     assert str(failure) == "rate_limited"
     assert "192.0.2.10" not in repr(failure)
 
@@ -266,28 +266,21 @@ def test_no_provider_text_leaves_the_driver() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-MAIN-005", "REQ-TEST-015")
 async def test_fixture_served_over_http_parses_and_keyless_sends_no_authorization() -> None:
     """REQ-TEST-002, REQ-MAIN-005, REQ-TEST-015: real local answer; no credential on the wire."""
-    async with ProviderServer({PATH: Route.fixture("github", "ok.json")}) as server:
-        driver = _driver(endpoint=server.url(PATH))
-        request = driver.build_request(SearchParams(query="http client"))
-        async with httpx2.AsyncClient(trust_env=False) as client:
-            reply = await client.get(
-                request.url, params=list(request.params), headers=list(request.headers)
-            )
-        response = EngineResponse(
-            reply.status_code, {k.lower(): v for k, v in reply.headers.items()}, reply.content
-        )
-        hits = driver.parse(response)
-        received = server.requests_to(PATH)
-    assert hits[0].url == "https://github.com/psf/requests"
-    assert received[0].header("accept") == "application/vnd.github+json"
-    assert received[0].header("authorization") is None
-    assert received[0].query == request.params
+    exchange = await fetch_over_http(
+        lambda endpoint: _driver(endpoint=endpoint),
+        SearchParams(query="http client"),
+        Route.fixture("github", "ok.json"),
+        path=PATH,
+    )
+    assert exchange.hits[0].url == "https://github.com/psf/requests"
+    assert exchange.wire.header("accept") == "application/vnd.github+json"
+    assert exchange.wire.header("authorization") is None
 
 
 @pytest.mark.req("REQ-RES-002", "REQ-CMP-002")
 def test_a_403_with_retry_after_is_rate_limited_whatever_the_body() -> None:
     """REQ-RES-002, REQ-CMP-002: Retry-After on a 403 is GitHub's secondary-limit signal."""
-    failure = _failure(EngineResponse(403, {"retry-after": "30"}, b""))
+    failure = parse_failure(_driver(), EngineResponse(403, {"retry-after": "30"}, b""))
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == 30_000
 
@@ -298,6 +291,6 @@ def test_a_429_without_retry_after_waits_for_the_reset_too() -> None:
     response = _response(
         "rate_limit_primary.json", status=429, x_ratelimit_reset=str(int(NOW) + 42), date=DATE
     )
-    failure = _failure(response)
+    failure = parse_failure(_driver(), response)
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == 42_000

@@ -2,49 +2,34 @@
 
 from __future__ import annotations
 
-import httpx2
 import pytest
 
 from rypsok.core.engines.base import (
     Category,
-    EngineFailure,
-    EngineResponse,
     EngineSettings,
     FailureClass,
     SearchParams,
     TimeRange,
 )
 from rypsok.core.engines.hackernews import HackerNews
-from tests.fakes.provider_server import ProviderServer, Route, load_fixture
+from tests.core.engines.driver_support import (
+    HTML,
+    JSON,
+    NOW,
+    FixtureResponses,
+    fetch_over_http,
+    parse_failure,
+)
+from tests.fakes.provider_server import Route
 
-JSON = "application/json; charset=utf-8"
-HTML = "text/html; charset=utf-8"
 PATH = "/api/v1/search"
-NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 
 
 def _driver(settings: EngineSettings | None = None) -> HackerNews:
     return HackerNews(settings, clock=lambda: NOW)
 
 
-def _response(
-    name: str, status: int = 200, content_type: str | None = JSON, **headers: str
-) -> EngineResponse:
-    merged = {key.replace("_", "-"): value for key, value in headers.items()}
-    if content_type is not None:
-        merged["content-type"] = content_type
-    return EngineResponse(status=status, headers=merged, body=load_fixture("hackernews", name))
-
-
-def _failure(response: EngineResponse) -> EngineFailure:
-    """The driver's failure, checked to carry its class and nothing of the provider."""
-    with pytest.raises(EngineFailure) as caught:
-        _driver().parse(response)
-    failure = caught.value
-    assert failure.args == (failure.failure_class.value,)
-    assert failure.__cause__ is None
-    assert failure.__context__ is None
-    return failure
+_response = FixtureResponses("hackernews")
 
 
 @pytest.mark.req("REQ-ENG-001", "REQ-ENG-010")
@@ -124,13 +109,18 @@ def test_invalid_hits_are_skipped_and_bad_optional_fields_dropped() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 def test_hits_that_are_all_invalid_are_a_parse_failure() -> None:
     """REQ-TEST-002, REQ-ENG-006: only unusable hits is format drift, not empty."""
-    assert _failure(_response("all_hits_invalid.json")).failure_class is FailureClass.PARSE_FAILURE
+    assert (
+        parse_failure(_driver(), _response("all_hits_invalid.json")).failure_class
+        is FailureClass.PARSE_FAILURE
+    )
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-RES-002", "REQ-CMP-002")
 def test_http_429_is_rate_limited_with_retry_after() -> None:
     """REQ-TEST-002, REQ-RES-002, REQ-CMP-002: Algolia's 429 keeps its Retry-After."""
-    failure = _failure(_response("error_rate_limited.json", status=429, retry_after="60"))
+    failure = parse_failure(
+        _driver(), _response("error_rate_limited.json", status=429, retry_after="60")
+    )
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == 60_000
 
@@ -138,7 +128,7 @@ def test_http_429_is_rate_limited_with_retry_after() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-009")
 def test_a_blocked_address_is_blocked() -> None:
     """REQ-TEST-002, REQ-ENG-009: a 403 (the address is on the block list) is blocked."""
-    failure = _failure(_response("error_blocked.json", status=403))
+    failure = parse_failure(_driver(), _response("error_blocked.json", status=403))
     assert failure.failure_class is FailureClass.BLOCKED
 
 
@@ -146,7 +136,9 @@ def test_a_blocked_address_is_blocked() -> None:
 @pytest.mark.parametrize("status", [200, 403, 503])
 def test_a_challenge_page_is_blocked(status: int) -> None:
     """REQ-TEST-002, REQ-ENG-009: an anti-bot interstitial is blocked."""
-    failure = _failure(_response("challenge.html", status=status, content_type=HTML))
+    failure = parse_failure(
+        _driver(), _response("challenge.html", status=status, content_type=HTML)
+    )
     assert failure.failure_class is FailureClass.BLOCKED
 
 
@@ -165,7 +157,9 @@ def test_http_statuses_are_classified(
 ) -> None:
     """REQ-TEST-002, REQ-ENG-006: each status maps to exactly one class."""
     assert (
-        _failure(_response(name, status=status, content_type=content_type)).failure_class
+        parse_failure(
+            _driver(), _response(name, status=status, content_type=content_type)
+        ).failure_class
         is expected
     )
 
@@ -174,20 +168,20 @@ def test_http_statuses_are_classified(
 @pytest.mark.parametrize("name", ["malformed.json", "truncated.json", "wrong_shape.json"])
 def test_bodies_not_in_the_provider_format_are_parse_failures(name: str) -> None:
     """REQ-TEST-002, REQ-ENG-006: malformed, truncated or misshapen JSON is parse_failure."""
-    assert _failure(_response(name)).failure_class is FailureClass.PARSE_FAILURE
+    assert parse_failure(_driver(), _response(name)).failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-ENG-006")
 def test_an_html_page_without_challenge_under_200_is_a_parse_failure() -> None:
     """REQ-ENG-006: a proxy's HTML page under 200 is not the provider's answer."""
-    failure = _failure(_response("bad_gateway.html", content_type=HTML))
+    failure = parse_failure(_driver(), _response("bad_gateway.html", content_type=HTML))
     assert failure.failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-ENG-006", "REQ-SEC-016")
 def test_no_provider_text_leaves_the_driver() -> None:
     """REQ-ENG-006, REQ-SEC-016: the failure's text is its class, nothing else."""
-    failure = _failure(_response("error_blocked.json", status=403))
+    failure = parse_failure(_driver(), _response("error_blocked.json", status=403))
     assert str(failure) == "blocked"
     assert "algolia" not in repr(failure).lower()
 
@@ -195,17 +189,11 @@ def test_no_provider_text_leaves_the_driver() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-MAIN-005")
 async def test_fixture_served_over_http_parses() -> None:
     """REQ-TEST-002, REQ-MAIN-005: a gzipped local answer; the wire carries the time filter."""
-    route = Route.fixture("hackernews", "ok.json", gzip=True)
-    async with ProviderServer({PATH: route}) as server:
-        driver = _driver(EngineSettings(endpoint=server.url(PATH)))
-        request = driver.build_request(SearchParams(query="rust async", time_range=TimeRange.DAY))
-        async with httpx2.AsyncClient(trust_env=False) as client:
-            reply = await client.get(request.url, params=list(request.params))
-        response = EngineResponse(
-            reply.status_code, {k.lower(): v for k, v in reply.headers.items()}, reply.content
-        )
-        hits = driver.parse(response)
-        received = server.requests_to(PATH)
-    assert len(hits) == 12
-    assert received[0].param("numericFilters") == f"created_at_i>{int(NOW) - 86_400}"
-    assert received[0].query == request.params
+    exchange = await fetch_over_http(
+        lambda endpoint: _driver(EngineSettings(endpoint=endpoint)),
+        SearchParams(query="rust async", time_range=TimeRange.DAY),
+        Route.fixture("hackernews", "ok.json", gzip=True),
+        path=PATH,
+    )
+    assert len(exchange.hits) == 12
+    assert exchange.wire.param("numericFilters") == f"created_at_i>{int(NOW) - 86_400}"

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import httpx2
 import pytest
 
 from rypsok.core import limits
 from rypsok.core.engines.base import (
     Category,
-    EngineFailure,
-    EngineResponse,
     EngineSettings,
     FailureClass,
     SafeSearch,
@@ -17,36 +14,24 @@ from rypsok.core.engines.base import (
     TimeRange,
 )
 from rypsok.core.engines.mojeek import Mojeek
-from tests.fakes.provider_server import ProviderServer, Route, load_fixture
+from tests.core.engines.driver_support import (
+    HTML,
+    NOW,
+    FixtureResponses,
+    fetch_over_http,
+    parse_failure,
+)
+from tests.fakes.provider_server import Route
 
 JSON = "application/json"
-HTML = "text/html; charset=utf-8"
 KEY = "canary-key-7f3a"
-NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 
 
 def _driver(api_key: str | None = KEY, endpoint: str | None = None) -> Mojeek:
     return Mojeek(EngineSettings(endpoint=endpoint, api_key=api_key), clock=lambda: NOW)
 
 
-def _response(
-    name: str, status: int = 200, content_type: str | None = JSON, **headers: str
-) -> EngineResponse:
-    merged = {key.replace("_", "-"): value for key, value in headers.items()}
-    if content_type is not None:
-        merged["content-type"] = content_type
-    return EngineResponse(status=status, headers=merged, body=load_fixture("mojeek", name))
-
-
-def _failure(response: EngineResponse, driver: Mojeek | None = None) -> EngineFailure:
-    """The driver's failure, checked to carry its class and nothing of the provider."""
-    with pytest.raises(EngineFailure) as caught:
-        (driver or _driver()).parse(response)
-    failure = caught.value
-    assert failure.args == (failure.failure_class.value,)
-    assert failure.__cause__ is None
-    assert failure.__context__ is None
-    return failure
+_response = FixtureResponses("mojeek", content_type=JSON)
 
 
 @pytest.mark.req("REQ-ENG-001", "REQ-ENG-010", "REQ-CMP-002", "REQ-CMP-007", "REQ-CFG-004")
@@ -184,7 +169,7 @@ def test_invalid_hits_are_skipped_and_bad_snippets_dropped() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-RES-002", "REQ-CMP-002")
 def test_daily_limit_with_http_200_is_rate_limited_for_lim_b4() -> None:
     """REQ-TEST-002, REQ-RES-002, REQ-CMP-002: `ERROR: Daily Limit Reached` waits LIM-B4."""
-    failure = _failure(_response("daily_limit.json"))
+    failure = parse_failure(_driver(), _response("daily_limit.json"))
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == limits.RETRY_AFTER_MAX_MS
 
@@ -192,7 +177,7 @@ def test_daily_limit_with_http_200_is_rate_limited_for_lim_b4() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-RES-002", "REQ-CMP-002")
 def test_429_is_rate_limited_with_retry_after() -> None:
     """REQ-TEST-002, REQ-RES-002, REQ-CMP-002: HTTP 429 honours Retry-After."""
-    failure = _failure(_response("daily_limit.json", status=429, retry_after="120"))
+    failure = parse_failure(_driver(), _response("daily_limit.json", status=429, retry_after="120"))
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == 120_000
 
@@ -203,7 +188,10 @@ def test_429_is_rate_limited_with_retry_after() -> None:
 )
 def test_a_refused_key_is_auth_failure(name: str, status: int) -> None:
     """REQ-TEST-002, REQ-ENG-006: an error status naming the key, or 401/403 with the key sent."""
-    assert _failure(_response(name, status=status)).failure_class is FailureClass.AUTH_FAILURE
+    assert (
+        parse_failure(_driver(), _response(name, status=status)).failure_class
+        is FailureClass.AUTH_FAILURE
+    )
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
@@ -223,14 +211,16 @@ def test_other_answers_are_classified(
 ) -> None:
     """REQ-TEST-002, REQ-ENG-006: other errors, unknown status, lost results, outages, HTML."""
     response = _response(name, status=status, content_type=content_type)
-    assert _failure(response).failure_class is expected
+    assert parse_failure(_driver(), response).failure_class is expected
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-009")
 @pytest.mark.parametrize("status", [200, 403])
 def test_a_challenge_page_is_blocked(status: int) -> None:
     """REQ-TEST-002, REQ-ENG-009: an anti-bot interstitial is blocked, even on a 403."""
-    failure = _failure(_response("challenge.html", status=status, content_type=HTML))
+    failure = parse_failure(
+        _driver(), _response("challenge.html", status=status, content_type=HTML)
+    )
     assert failure.failure_class is FailureClass.BLOCKED
 
 
@@ -240,13 +230,13 @@ def test_a_challenge_page_is_blocked(status: int) -> None:
 )
 def test_bodies_not_in_the_provider_format_are_parse_failures(name: str) -> None:
     """REQ-TEST-002, REQ-ENG-006: malformed, truncated, misshapen or all-unusable answers."""
-    assert _failure(_response(name)).failure_class is FailureClass.PARSE_FAILURE
+    assert parse_failure(_driver(), _response(name)).failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-ERR-004", "REQ-ENG-006", "REQ-SEC-016")
 def test_an_error_status_echoing_the_key_puts_it_nowhere() -> None:
     """REQ-ERR-004, REQ-ENG-006, REQ-SEC-016: the echoed key is in no failure text or attribute."""
-    failure = _failure(_response("invalid_key_echo.json"))
+    failure = parse_failure(_driver(), _response("invalid_key_echo.json"))
     assert failure.failure_class is FailureClass.AUTH_FAILURE
     shown = str(failure) + repr(failure) + repr(failure.args) + repr(vars(failure))
     assert KEY not in shown
@@ -256,20 +246,14 @@ def test_an_error_status_echoing_the_key_puts_it_nowhere() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-CFG-004", "REQ-MAIN-005")
 async def test_fixture_served_over_http_with_the_key_in_its_parameter_only() -> None:
     """REQ-TEST-002, REQ-CFG-004, REQ-MAIN-005: wire = build_request; the key only as api_key."""
-    async with ProviderServer({"/search": Route.fixture("mojeek", "ok.json")}) as server:
-        driver = _driver(endpoint=server.url("/search"))
-        request = driver.build_request(SearchParams(query="http client", language="en"))
-        async with httpx2.AsyncClient(trust_env=False) as client:
-            reply = await client.get(
-                request.url, params=list(request.params), headers=list(request.headers)
-            )
-        response = EngineResponse(
-            reply.status_code, {k.lower(): v for k, v in reply.headers.items()}, reply.content
-        )
-        hits = driver.parse(response)
-        received = server.requests
+    exchange = await fetch_over_http(
+        lambda endpoint: _driver(endpoint=endpoint),
+        SearchParams(query="http client", language="en"),
+        Route.fixture("mojeek", "ok.json"),
+        path="/search",
+    )
+    hits, received = exchange.hits, exchange.received
     assert len(received) == 1 and received[0].path == "/search"
-    assert received[0].query == request.params
     assert received[0].param("api_key") == KEY
     assert [name for name, value in received[0].query if KEY in value] == ["api_key"]
     assert not [name for name, value in received[0].headers if KEY in value]

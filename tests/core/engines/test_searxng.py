@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 
-import httpx2
 import pytest
 
 from rypsok.core import limits
@@ -13,8 +12,6 @@ from rypsok.core.egress.errors import EgressDenied
 from rypsok.core.egress.policy import EngineProfile
 from rypsok.core.engines.base import (
     Category,
-    EngineFailure,
-    EngineResponse,
     EngineSettings,
     FailureClass,
     RawHit,
@@ -23,10 +20,10 @@ from rypsok.core.engines.base import (
     TimeRange,
 )
 from rypsok.core.engines.searxng import SearXNG
-from tests.fakes.provider_server import ProviderServer, Route, load_fixture
+from tests.core.engines.driver_support import HTML, FixtureResponses, fetch_over_http, parse_failure
+from tests.fakes.provider_server import Route, load_fixture
 
 JSON = "application/json"
-HTML = "text/html; charset=utf-8"
 INSTANCE = "https://searx.example.internal/search"
 KEY = "canary-key-7f3a"
 
@@ -35,24 +32,7 @@ def _driver(endpoint: str | None = INSTANCE, api_key: str | None = None) -> Sear
     return SearXNG(EngineSettings(endpoint=endpoint, api_key=api_key))
 
 
-def _response(
-    name: str, status: int = 200, content_type: str | None = JSON, **headers: str
-) -> EngineResponse:
-    merged = {key.replace("_", "-"): value for key, value in headers.items()}
-    if content_type is not None:
-        merged["content-type"] = content_type
-    return EngineResponse(status=status, headers=merged, body=load_fixture("searxng", name))
-
-
-def _failure(response: EngineResponse) -> EngineFailure:
-    """The driver's failure, checked to carry its class and nothing of the provider."""
-    with pytest.raises(EngineFailure) as caught:
-        _driver().parse(response)
-    failure = caught.value
-    assert failure.args == (failure.failure_class.value,)
-    assert failure.__cause__ is None
-    assert failure.__context__ is None
-    return failure
+_response = FixtureResponses("searxng", content_type=JSON)
 
 
 @pytest.mark.req("REQ-ENG-001", "REQ-ENG-010", "REQ-CMP-002", "REQ-CMP-007")
@@ -225,14 +205,14 @@ def test_invalid_hits_are_skipped_and_bad_optional_fields_dropped() -> None:
 def test_the_instance_refusing_us_is_a_request_failure(status: int) -> None:
     """REQ-TEST-002, REQ-ENG-006: JSON disabled (403) or a proxy login (401): no key was sent."""
     name = "format_disabled.html" if status == 403 else "unauthorized.html"
-    failure = _failure(_response(name, status=status, content_type=HTML))
+    failure = parse_failure(_driver(), _response(name, status=status, content_type=HTML))
     assert failure.failure_class is FailureClass.REQUEST_FAILURE
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 def test_an_html_page_instead_of_json_is_a_parse_failure() -> None:
     """REQ-TEST-002, REQ-ENG-006: the endpoint answered its HTML results page."""
-    failure = _failure(_response("html_results.html", content_type=HTML))
+    failure = parse_failure(_driver(), _response("html_results.html", content_type=HTML))
     assert failure.failure_class is FailureClass.PARSE_FAILURE
 
 
@@ -240,7 +220,7 @@ def test_an_html_page_instead_of_json_is_a_parse_failure() -> None:
 def test_the_limiter_429_is_rate_limited_with_retry_after() -> None:
     """REQ-TEST-002, REQ-RES-002, REQ-CMP-002: SearXNG's limiter answers 429 in plain text."""
     response = _response("limiter.txt", status=429, content_type="text/plain", retry_after="30")
-    failure = _failure(response)
+    failure = parse_failure(_driver(), response)
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == 30_000
 
@@ -251,7 +231,7 @@ def test_the_limiter_429_is_rate_limited_with_retry_after() -> None:
 )
 def test_a_challenge_in_front_of_the_instance_is_blocked(name: str, status: int) -> None:
     """REQ-TEST-002, REQ-ENG-009: a proof-of-work gate or CAPTCHA page is blocked."""
-    failure = _failure(_response(name, status=status, content_type=HTML))
+    failure = parse_failure(_driver(), _response(name, status=status, content_type=HTML))
     assert failure.failure_class is FailureClass.BLOCKED
 
 
@@ -271,7 +251,7 @@ def test_other_answers_are_classified(
 ) -> None:
     """REQ-TEST-002, REQ-ENG-006: JSON errors, a redirect (external bang), a gateway timeout."""
     response = _response(name, status=status, content_type=content_type)
-    assert _failure(response).failure_class is expected
+    assert parse_failure(_driver(), response).failure_class is expected
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
@@ -280,13 +260,13 @@ def test_other_answers_are_classified(
 )
 def test_bodies_not_in_the_format_are_parse_failures(name: str) -> None:
     """REQ-TEST-002, REQ-ENG-006: malformed, truncated, misshapen or all-unusable answers."""
-    assert _failure(_response(name)).failure_class is FailureClass.PARSE_FAILURE
+    assert parse_failure(_driver(), _response(name)).failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-ENG-006", "REQ-SEC-016")
 def test_no_instance_text_leaves_the_driver() -> None:
     """REQ-ENG-006, REQ-SEC-016: the instance's error message is not in the failure."""
-    failure = _failure(_response("search_error.json", status=500))
+    failure = parse_failure(_driver(), _response("search_error.json", status=500))
     assert str(failure) == "request_failure"
     assert "search error" not in repr(failure) + repr(vars(failure))
 
@@ -294,22 +274,14 @@ def test_no_instance_text_leaves_the_driver() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-TEST-015", "REQ-MAIN-005")
 async def test_fixture_served_over_http_matches_build_request() -> None:
     """REQ-TEST-002, REQ-TEST-015, REQ-MAIN-005: the wire = build_request, and no credential."""
-    async with ProviderServer({"/search": Route.fixture("searxng", "ok.json")}) as server:
-        driver = _driver(endpoint=server.url("/search"), api_key=KEY)
-        request = driver.build_request(
-            SearchParams(query="http client", language="en", time_range=TimeRange.WEEK)
-        )
-        async with httpx2.AsyncClient(trust_env=False) as client:
-            reply = await client.get(
-                request.url, params=list(request.params), headers=list(request.headers)
-            )
-        response = EngineResponse(
-            reply.status_code, {k.lower(): v for k, v in reply.headers.items()}, reply.content
-        )
-        hits = driver.parse(response)
-        received = server.requests
+    exchange = await fetch_over_http(
+        lambda endpoint: _driver(endpoint=endpoint, api_key=KEY),
+        SearchParams(query="http client", language="en", time_range=TimeRange.WEEK),
+        Route.fixture("searxng", "ok.json"),
+        path="/search",
+    )
+    hits, received = exchange.hits, exchange.received
     assert len(received) == 1 and received[0].path == "/search"
-    assert received[0].query == request.params
     assert received[0].header("accept") == "application/json"
     assert not [name for name, value in received[0].headers + received[0].query if KEY in value]
     assert [hit.url for hit in hits][:2] == [

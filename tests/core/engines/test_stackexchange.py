@@ -5,13 +5,11 @@ from __future__ import annotations
 import gzip
 import json
 
-import httpx2
 import pytest
 
 from rypsok.core import limits
 from rypsok.core.engines.base import (
     Category,
-    EngineFailure,
     EngineResponse,
     EngineSettings,
     FailureClass,
@@ -20,36 +18,24 @@ from rypsok.core.engines.base import (
     TimeRange,
 )
 from rypsok.core.engines.stackexchange import StackExchange
-from tests.fakes.provider_server import ProviderServer, Route, load_fixture
+from tests.core.engines.driver_support import (
+    HTML,
+    JSON,
+    NOW,
+    FixtureResponses,
+    fetch_over_http,
+    parse_failure,
+)
+from tests.fakes.provider_server import Route, load_fixture
 
-JSON = "application/json; charset=utf-8"
-HTML = "text/html; charset=utf-8"
 PATH = "/2.3/search/advanced"
-NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 
 
 def _driver(settings: EngineSettings | None = None) -> StackExchange:
     return StackExchange(settings, clock=lambda: NOW)
 
 
-def _response(
-    name: str, status: int = 200, content_type: str | None = JSON, **headers: str
-) -> EngineResponse:
-    merged = {key.replace("_", "-"): value for key, value in headers.items()}
-    if content_type is not None:
-        merged["content-type"] = content_type
-    return EngineResponse(status=status, headers=merged, body=load_fixture("stackexchange", name))
-
-
-def _failure(response: EngineResponse) -> EngineFailure:
-    """The driver's failure, checked to carry its class and nothing of the provider."""
-    with pytest.raises(EngineFailure) as caught:
-        _driver().parse(response)
-    failure = caught.value
-    assert failure.args == (failure.failure_class.value,)
-    assert failure.__cause__ is None
-    assert failure.__context__ is None
-    return failure
+_response = FixtureResponses("stackexchange")
 
 
 @pytest.mark.req("REQ-ENG-001", "REQ-ENG-010", "REQ-CMP-002", "REQ-CMP-003")
@@ -154,7 +140,10 @@ def test_invalid_questions_are_skipped_and_bad_dates_dropped() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 def test_questions_that_are_all_invalid_are_a_parse_failure() -> None:
     """REQ-TEST-002, REQ-ENG-006: only unusable questions is format drift, not empty."""
-    assert _failure(_response("all_hits_invalid.json")).failure_class is FailureClass.PARSE_FAILURE
+    assert (
+        parse_failure(_driver(), _response("all_hits_invalid.json")).failure_class
+        is FailureClass.PARSE_FAILURE
+    )
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-RES-002", "REQ-CMP-002")
@@ -164,7 +153,7 @@ def test_questions_that_are_all_invalid_are_a_parse_failure() -> None:
 )
 def test_a_spent_daily_quota_is_rate_limited(name: str, wait_ms: int | None) -> None:
     """REQ-TEST-002, REQ-RES-002, REQ-CMP-002: `quota_remaining: 0` waits for `backoff`."""
-    failure = _failure(_response(name))
+    failure = parse_failure(_driver(), _response(name))
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == wait_ms
 
@@ -183,7 +172,7 @@ def test_throttle_violation_is_rate_limited_with_its_wait(
     name: str, headers: dict[str, str], wait_ms: int | None
 ) -> None:
     """REQ-TEST-002, REQ-RES-002, REQ-CMP-002: error 502: backoff, named seconds, Retry-After."""
-    failure = _failure(_response(name, 400, **headers))
+    failure = parse_failure(_driver(), _response(name, 400, **headers))
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == wait_ms
 
@@ -191,7 +180,7 @@ def test_throttle_violation_is_rate_limited_with_its_wait(
 @pytest.mark.req("REQ-TEST-002", "REQ-RES-002")
 def test_http_429_is_rate_limited_with_retry_after() -> None:
     """REQ-TEST-002, REQ-RES-002: a plain 429 keeps its Retry-After."""
-    failure = _failure(_response("server_error.html", 429, HTML, retry_after="45"))
+    failure = parse_failure(_driver(), _response("server_error.html", 429, HTML, retry_after="45"))
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == 45_000
 
@@ -212,14 +201,17 @@ def test_error_documents_are_classified_by_error_id(
     name: str, status: int, expected: FailureClass
 ) -> None:
     """REQ-TEST-002, REQ-ENG-006: bad_parameter, credential errors, outages, a drifted error."""
-    assert _failure(_response(name, status)).failure_class is expected
+    assert parse_failure(_driver(), _response(name, status)).failure_class is expected
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-009")
 @pytest.mark.parametrize("status", [200, 403, 503])
 def test_a_challenge_page_is_blocked(status: int) -> None:
     """REQ-TEST-002, REQ-ENG-009: an anti-bot interstitial is blocked."""
-    assert _failure(_response("challenge.html", status, HTML)).failure_class is FailureClass.BLOCKED
+    assert (
+        parse_failure(_driver(), _response("challenge.html", status, HTML)).failure_class
+        is FailureClass.BLOCKED
+    )
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
@@ -238,14 +230,17 @@ def test_http_statuses_without_an_error_document_are_classified(
     status: int, expected: FailureClass
 ) -> None:
     """REQ-TEST-002, REQ-ENG-006: each status maps to exactly one class; keyless 403 is blocked."""
-    assert _failure(_response("server_error.html", status, HTML)).failure_class is expected
+    assert (
+        parse_failure(_driver(), _response("server_error.html", status, HTML)).failure_class
+        is expected
+    )
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 @pytest.mark.parametrize("name", ["malformed.json", "truncated.json", "wrong_shape.json"])
 def test_bodies_not_in_the_provider_format_are_parse_failures(name: str) -> None:
     """REQ-TEST-002, REQ-ENG-006: malformed, truncated or misshapen JSON is parse_failure."""
-    assert _failure(_response(name)).failure_class is FailureClass.PARSE_FAILURE
+    assert parse_failure(_driver(), _response(name)).failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-ENG-006")
@@ -260,14 +255,14 @@ def test_undecoded_gzip_or_an_html_page_under_200_is_a_parse_failure(
     body: bytes, content_type: str
 ) -> None:
     """REQ-ENG-006: a body egress did not decompress, or a page, is not the provider's answer."""
-    failure = _failure(EngineResponse(200, {"content-type": content_type}, body))
+    failure = parse_failure(_driver(), EngineResponse(200, {"content-type": content_type}, body))
     assert failure.failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-ENG-006", "REQ-SEC-016")
 def test_no_provider_text_leaves_the_driver() -> None:
     """REQ-ENG-006, REQ-SEC-016: neither the error name nor its message leaves the driver."""
-    failure = _failure(_response("throttle_violation.json", 400))
+    failure = parse_failure(_driver(), _response("throttle_violation.json", 400))
     assert str(failure) == "rate_limited"
     assert "throttle" not in repr(failure)
     assert "IP" not in repr(failure)
@@ -276,17 +271,11 @@ def test_no_provider_text_leaves_the_driver() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-MAIN-005")
 async def test_fixture_served_gzipped_over_http_parses_and_the_wire_carries_the_request() -> None:
     """REQ-TEST-002, REQ-MAIN-005: a gzipped local answer parses; the wire carries the request."""
-    route = Route.fixture("stackexchange", "ok.json", gzip=True)
-    async with ProviderServer({PATH: route}) as server:
-        driver = _driver(EngineSettings(endpoint=server.url(PATH)))
-        request = driver.build_request(SearchParams(query="undo commit", time_range=TimeRange.YEAR))
-        async with httpx2.AsyncClient(trust_env=False) as client:
-            reply = await client.get(request.url, params=list(request.params))
-        response = EngineResponse(
-            reply.status_code, {k.lower(): v for k, v in reply.headers.items()}, reply.content
-        )
-        hits = driver.parse(response)
-        received = server.requests_to(PATH)
-    assert len(hits) == 12
-    assert received[0].query == request.params
-    assert received[0].param("fromdate") == str(int(NOW) - 365 * 86_400)
+    exchange = await fetch_over_http(
+        lambda endpoint: _driver(EngineSettings(endpoint=endpoint)),
+        SearchParams(query="undo commit", time_range=TimeRange.YEAR),
+        Route.fixture("stackexchange", "ok.json", gzip=True),
+        path=PATH,
+    )
+    assert len(exchange.hits) == 12
+    assert exchange.wire.param("fromdate") == str(int(NOW) - 365 * 86_400)

@@ -2,43 +2,27 @@
 
 from __future__ import annotations
 
-import httpx2
 import pytest
 
 from rypsok.core.engines.base import (
     Category,
-    EngineFailure,
-    EngineResponse,
     EngineSettings,
     FailureClass,
     SearchParams,
 )
 from rypsok.core.engines.wikidata import Wikidata
-from tests.fakes.provider_server import ProviderServer, Route, load_fixture
+from tests.core.engines.driver_support import (
+    HTML,
+    FixtureResponses,
+    fetch_over_http,
+    parse_failure,
+)
+from tests.fakes.provider_server import Route
 
-JSON = "application/json; charset=utf-8"
-HTML = "text/html; charset=utf-8"
 PATH = "/w/api.php"
 
 
-def _response(
-    name: str, status: int = 200, content_type: str | None = JSON, **headers: str
-) -> EngineResponse:
-    merged = {key.replace("_", "-"): value for key, value in headers.items()}
-    if content_type is not None:
-        merged["content-type"] = content_type
-    return EngineResponse(status=status, headers=merged, body=load_fixture("wikidata", name))
-
-
-def _failure(response: EngineResponse) -> EngineFailure:
-    """The driver's failure, checked to carry its class and nothing of the provider."""
-    with pytest.raises(EngineFailure) as caught:
-        Wikidata().parse(response)
-    failure = caught.value
-    assert failure.args == (failure.failure_class.value,)
-    assert failure.__cause__ is None
-    assert failure.__context__ is None
-    return failure
+_response = FixtureResponses("wikidata")
 
 
 @pytest.mark.req("REQ-ENG-001", "REQ-ENG-010")
@@ -131,14 +115,17 @@ def test_hits_without_label_or_item_id_are_skipped() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 def test_hits_that_are_all_invalid_are_a_parse_failure() -> None:
     """REQ-TEST-002, REQ-ENG-006: only unusable hits is format drift, not empty."""
-    assert _failure(_response("all_hits_invalid.json")).failure_class is FailureClass.PARSE_FAILURE
+    assert (
+        parse_failure(Wikidata(), _response("all_hits_invalid.json")).failure_class
+        is FailureClass.PARSE_FAILURE
+    )
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-RES-002")
 @pytest.mark.parametrize("name", ["error_ratelimited.json", "error_maxlag.json"])
 def test_throttle_errors_with_http_200_are_rate_limited(name: str) -> None:
     """REQ-TEST-002, REQ-RES-002: `ratelimited` and `maxlag` under 200 are rate_limited."""
-    failure = _failure(_response(name, retry_after="3"))
+    failure = parse_failure(Wikidata(), _response(name, retry_after="3"))
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == 3_000
 
@@ -146,14 +133,16 @@ def test_throttle_errors_with_http_200_are_rate_limited(name: str) -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 def test_other_api_errors_are_request_failures() -> None:
     """REQ-TEST-002, REQ-ENG-006: `badvalue` is request_failure."""
-    failure = _failure(_response("error_badvalue.json"))
+    failure = parse_failure(Wikidata(), _response("error_badvalue.json"))
     assert failure.failure_class is FailureClass.REQUEST_FAILURE
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-RES-002")
 def test_http_429_is_rate_limited() -> None:
     """REQ-TEST-002, REQ-RES-002: 429 with Retry-After."""
-    failure = _failure(_response("error_ratelimited.json", status=429, retry_after="12"))
+    failure = parse_failure(
+        Wikidata(), _response("error_ratelimited.json", status=429, retry_after="12")
+    )
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == 12_000
 
@@ -162,7 +151,9 @@ def test_http_429_is_rate_limited() -> None:
 @pytest.mark.parametrize("status", [200, 403, 503])
 def test_a_challenge_page_is_blocked(status: int) -> None:
     """REQ-TEST-002, REQ-ENG-009: an anti-bot interstitial is blocked."""
-    failure = _failure(_response("challenge.html", status=status, content_type=HTML))
+    failure = parse_failure(
+        Wikidata(), _response("challenge.html", status=status, content_type=HTML)
+    )
     assert failure.failure_class is FailureClass.BLOCKED
 
 
@@ -180,20 +171,20 @@ def test_a_challenge_page_is_blocked(status: int) -> None:
 def test_http_statuses_are_classified(status: int, expected: FailureClass) -> None:
     """REQ-TEST-002, REQ-ENG-006: each status maps to exactly one class."""
     response = _response("server_error.html", status=status, content_type=HTML)
-    assert _failure(response).failure_class is expected
+    assert parse_failure(Wikidata(), response).failure_class is expected
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 @pytest.mark.parametrize("name", ["malformed.json", "truncated.json", "wrong_shape.json"])
 def test_bodies_not_in_the_provider_format_are_parse_failures(name: str) -> None:
     """REQ-TEST-002, REQ-ENG-006: malformed, truncated or misshapen JSON is parse_failure."""
-    assert _failure(_response(name)).failure_class is FailureClass.PARSE_FAILURE
+    assert parse_failure(Wikidata(), _response(name)).failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-ENG-006")
 def test_json_under_an_html_content_type_is_a_parse_failure() -> None:
     """REQ-ENG-006: a wrong content type is not the provider's answer."""
-    failure = _failure(_response("ok.json", content_type="text/html"))
+    failure = parse_failure(Wikidata(), _response("ok.json", content_type="text/html"))
     assert failure.failure_class is FailureClass.PARSE_FAILURE
 
 
@@ -201,7 +192,7 @@ def test_json_under_an_html_content_type_is_a_parse_failure() -> None:
 @pytest.mark.parametrize("name", ["error_ratelimited.json", "error_badvalue.json"])
 def test_no_provider_text_leaves_the_driver(name: str) -> None:
     """REQ-ENG-006, REQ-SEC-016: the failure's text is its class, nothing else."""
-    failure = _failure(_response(name))
+    failure = parse_failure(Wikidata(), _response(name))
     assert str(failure) == failure.failure_class.value
     assert "exceeded" not in repr(failure)
     assert "Unrecognized" not in repr(failure)
@@ -210,16 +201,11 @@ def test_no_provider_text_leaves_the_driver(name: str) -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-MAIN-005")
 async def test_fixture_served_over_http_parses() -> None:
     """REQ-TEST-002, REQ-MAIN-005: a real local answer; the wire carries the driver's params."""
-    async with ProviderServer({PATH: Route.fixture("wikidata", "ok.json")}) as server:
-        driver = Wikidata(EngineSettings(endpoint=server.url(PATH)))
-        request = driver.build_request(SearchParams(query="zürich", language="en"))
-        async with httpx2.AsyncClient(trust_env=False) as client:
-            reply = await client.get(request.url, params=list(request.params))
-        response = EngineResponse(
-            reply.status_code, {k.lower(): v for k, v in reply.headers.items()}, reply.content
-        )
-        hits = driver.parse(response)
-        received = server.requests_to(PATH)
-    assert hits[0].url == "https://www.wikidata.org/wiki/Q72"
-    assert received[0].param("search") == "zürich"
-    assert received[0].query == request.params
+    exchange = await fetch_over_http(
+        lambda endpoint: Wikidata(EngineSettings(endpoint=endpoint)),
+        SearchParams(query="zürich", language="en"),
+        Route.fixture("wikidata", "ok.json"),
+        path=PATH,
+    )
+    assert exchange.hits[0].url == "https://www.wikidata.org/wiki/Q72"
+    assert exchange.wire.param("search") == "zürich"

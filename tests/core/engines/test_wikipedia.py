@@ -4,44 +4,30 @@ from __future__ import annotations
 
 import json
 
-import httpx2
 import pytest
 
 from rypsok.core import limits
 from rypsok.core.engines.base import (
     Category,
-    EngineFailure,
     EngineResponse,
     EngineSettings,
     FailureClass,
     SearchParams,
 )
 from rypsok.core.engines.wikipedia import Wikipedia
-from tests.fakes.provider_server import ProviderServer, Route, load_fixture
+from tests.core.engines.driver_support import (
+    HTML,
+    JSON,
+    FixtureResponses,
+    fetch_over_http,
+    parse_failure,
+)
+from tests.fakes.provider_server import Route
 
-JSON = "application/json; charset=utf-8"
-HTML = "text/html; charset=utf-8"
 PATH = "/w/api.php"
 
 
-def _response(
-    name: str, status: int = 200, content_type: str | None = JSON, **headers: str
-) -> EngineResponse:
-    merged = {key.replace("_", "-"): value for key, value in headers.items()}
-    if content_type is not None:
-        merged["content-type"] = content_type
-    return EngineResponse(status=status, headers=merged, body=load_fixture("wikipedia", name))
-
-
-def _failure(response: EngineResponse, driver: Wikipedia | None = None) -> EngineFailure:
-    """The driver's failure, checked to carry its class and nothing of the provider."""
-    with pytest.raises(EngineFailure) as caught:
-        (driver or Wikipedia()).parse(response)
-    failure = caught.value
-    assert failure.args == (failure.failure_class.value,)
-    assert failure.__cause__ is None
-    assert failure.__context__ is None
-    return failure
+_response = FixtureResponses("wikipedia")
 
 
 @pytest.mark.req("REQ-ENG-001", "REQ-ENG-010")
@@ -160,20 +146,23 @@ def test_one_invalid_hit_is_skipped_and_ranks_keep_provider_positions() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 def test_hits_that_are_all_invalid_are_a_parse_failure() -> None:
     """REQ-TEST-002, REQ-ENG-006: a list of unusable hits is format drift, not empty."""
-    assert _failure(_response("all_hits_invalid.json")).failure_class is FailureClass.PARSE_FAILURE
+    assert (
+        parse_failure(Wikipedia(), _response("all_hits_invalid.json")).failure_class
+        is FailureClass.PARSE_FAILURE
+    )
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-RES-002", "REQ-ENG-006")
 def test_ratelimited_error_with_http_200_is_rate_limited() -> None:
     """REQ-TEST-002, REQ-RES-002, REQ-ENG-006: MediaWiki's `ratelimited` code under 200."""
-    failure = _failure(_response("error_ratelimited.json"))
+    failure = parse_failure(Wikipedia(), _response("error_ratelimited.json"))
     assert failure.failure_class is FailureClass.RATE_LIMITED
 
 
 @pytest.mark.req("REQ-RES-002", "REQ-CMP-002")
 def test_maxlag_is_rate_limited_with_its_retry_after() -> None:
     """REQ-RES-002, REQ-CMP-002: maxlag means "wait, then it clears"; Retry-After is kept."""
-    failure = _failure(_response("error_maxlag.json", retry_after="5"))
+    failure = parse_failure(Wikipedia(), _response("error_maxlag.json", retry_after="5"))
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == 5_000
 
@@ -181,24 +170,26 @@ def test_maxlag_is_rate_limited_with_its_retry_after() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 def test_other_api_errors_are_request_failures() -> None:
     """REQ-TEST-002, REQ-ENG-006: an API error that is not a throttle is request_failure."""
-    failure = _failure(_response("error_badvalue.json"))
+    failure = parse_failure(Wikipedia(), _response("error_badvalue.json"))
     assert failure.failure_class is FailureClass.REQUEST_FAILURE
 
 
 @pytest.mark.req("REQ-ENG-006")
 def test_an_error_object_without_a_code_is_a_parse_failure() -> None:
     """REQ-ENG-006: an `error` object of the wrong shape is not in the provider's format."""
-    failure = _failure(_response("error_without_code.json"))
+    failure = parse_failure(Wikipedia(), _response("error_without_code.json"))
     assert failure.failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-RES-002", "REQ-CMP-002")
 def test_http_429_is_rate_limited_and_retry_after_is_capped() -> None:
     """REQ-TEST-002, REQ-RES-002, REQ-CMP-002: 429 keeps Retry-After, capped at LIM-B4."""
-    failure = _failure(_response("error_ratelimited.json", status=429, retry_after="30"))
+    failure = parse_failure(
+        Wikipedia(), _response("error_ratelimited.json", status=429, retry_after="30")
+    )
     assert failure.failure_class is FailureClass.RATE_LIMITED
     assert failure.retry_after_ms == 30_000
-    capped = _failure(_response("empty.json", status=429, retry_after="999999"))
+    capped = parse_failure(Wikipedia(), _response("empty.json", status=429, retry_after="999999"))
     assert capped.retry_after_ms == limits.RETRY_AFTER_MAX_MS
 
 
@@ -206,7 +197,9 @@ def test_http_429_is_rate_limited_and_retry_after_is_capped() -> None:
 @pytest.mark.parametrize("status", [200, 403, 503])
 def test_a_challenge_page_is_blocked_whatever_its_status(status: int) -> None:
     """REQ-TEST-002, REQ-ENG-009: a CAPTCHA interstitial is blocked and never forwarded."""
-    failure = _failure(_response("challenge.html", status=status, content_type=HTML))
+    failure = parse_failure(
+        Wikipedia(), _response("challenge.html", status=status, content_type=HTML)
+    )
     assert failure.failure_class is FailureClass.BLOCKED
 
 
@@ -214,7 +207,7 @@ def test_a_challenge_page_is_blocked_whatever_its_status(status: int) -> None:
 def test_a_403_without_credentials_is_blocked_not_auth_failure() -> None:
     """REQ-ENG-009, REQ-ENG-006: the User-Agent policy refusal is blocked (no key was sent)."""
     response = _response("ua_policy.txt", status=403, content_type="text/plain; charset=utf-8")
-    assert _failure(response).failure_class is FailureClass.BLOCKED
+    assert parse_failure(Wikipedia(), response).failure_class is FailureClass.BLOCKED
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
@@ -231,21 +224,21 @@ def test_a_403_without_credentials_is_blocked_not_auth_failure() -> None:
 def test_http_statuses_are_classified(status: int, expected: FailureClass) -> None:
     """REQ-TEST-002, REQ-ENG-006: each status maps to exactly one class."""
     response = _response("server_error.html", status=status, content_type=HTML)
-    assert _failure(response).failure_class is expected
+    assert parse_failure(Wikipedia(), response).failure_class is expected
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 @pytest.mark.parametrize("name", ["malformed.json", "truncated.json", "wrong_shape.json"])
 def test_bodies_not_in_the_provider_format_are_parse_failures(name: str) -> None:
     """REQ-TEST-002, REQ-ENG-006: malformed, truncated or misshapen JSON is parse_failure."""
-    assert _failure(_response(name)).failure_class is FailureClass.PARSE_FAILURE
+    assert parse_failure(Wikipedia(), _response(name)).failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-ENG-006")
 @pytest.mark.parametrize("content_type", ["text/html; charset=utf-8", "text/plain"])
 def test_a_wrong_content_type_is_a_parse_failure(content_type: str) -> None:
     """REQ-ENG-006: JSON labelled as HTML or text is not the provider's answer."""
-    failure = _failure(_response("ok.json", content_type=content_type))
+    failure = parse_failure(Wikipedia(), _response("ok.json", content_type=content_type))
     assert failure.failure_class is FailureClass.PARSE_FAILURE
 
 
@@ -253,7 +246,7 @@ def test_a_wrong_content_type_is_a_parse_failure(content_type: str) -> None:
 def test_an_empty_body_is_a_parse_failure_and_a_missing_content_type_is_tolerated() -> None:
     """REQ-ENG-006: an empty 200 fails; a JSON body without Content-Type still parses."""
     empty = EngineResponse(200, {"content-type": JSON}, b"")
-    assert _failure(empty).failure_class is FailureClass.PARSE_FAILURE
+    assert parse_failure(Wikipedia(), empty).failure_class is FailureClass.PARSE_FAILURE
     assert len(Wikipedia().parse(_response("ok.json", content_type=None))) == 12
 
 
@@ -271,7 +264,7 @@ def test_an_empty_body_is_a_parse_failure_and_a_missing_content_type_is_tolerate
 )
 def test_no_provider_text_leaves_the_driver(name: str, status: int, content_type: str) -> None:
     """REQ-ENG-006, REQ-SEC-016, REQ-ERR-004: the failure's text is its class, nothing else."""
-    failure = _failure(_response(name, status=status, content_type=content_type))
+    failure = parse_failure(Wikipedia(), _response(name, status=status, content_type=content_type))
     assert str(failure) == failure.failure_class.value
     for provider_text in ("exceeded", "lagged", "Unrecognized", "Verify", "servers", "batch"):
         assert provider_text not in repr(failure)
@@ -280,18 +273,12 @@ def test_no_provider_text_leaves_the_driver(name: str, status: int, content_type
 @pytest.mark.req("REQ-TEST-002", "REQ-MAIN-005", "REQ-RANK-003")
 async def test_fixture_served_over_http_parses_with_public_urls() -> None:
     """REQ-TEST-002, REQ-MAIN-005, REQ-RANK-003: a real local answer; the wire has the params."""
-    routes = {PATH: Route.fixture("wikipedia", "ok.json")}
-    async with ProviderServer(routes) as server:
-        driver = Wikipedia(EngineSettings(endpoint=server.url(PATH)))
-        request = driver.build_request(SearchParams(query="quantum", results=12))
-        async with httpx2.AsyncClient(trust_env=False) as client:
-            reply = await client.get(request.url, params=list(request.params))
-        response = EngineResponse(
-            reply.status_code, {k.lower(): v for k, v in reply.headers.items()}, reply.content
-        )
-        hits = driver.parse(response)
-        received = server.requests_to(PATH)
-    assert len(hits) == 12
-    assert hits[0].url == "https://en.wikipedia.org/wiki/Quantum_mechanics"
-    assert len(received) == 1
-    assert received[0].query == request.params
+    exchange = await fetch_over_http(
+        lambda endpoint: Wikipedia(EngineSettings(endpoint=endpoint)),
+        SearchParams(query="quantum", results=12),
+        Route.fixture("wikipedia", "ok.json"),
+        path=PATH,
+    )
+    assert len(exchange.hits) == 12
+    assert exchange.hits[0].url == "https://en.wikipedia.org/wiki/Quantum_mechanics"
+    assert len(exchange.received) == 1
