@@ -1,7 +1,7 @@
 """`python -m bench [NAME ...] [--quick] [--json PATH]`: run benchmarks, print tables.
 
-NAME is one of: overhead, throughput, coldstart, profile. Without a name all
-of them run in that order (`make bench`, about two to three minutes).
+NAME is one of: overhead, throughput, coldstart, profile, fetch. Without a name
+all of them run in that order (`make bench`, about three to four minutes).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import anyio
 
 from bench.common import emit, load_average, machine, production_logging
 
-BENCHMARKS = ("overhead", "throughput", "coldstart", "profile")
+BENCHMARKS = ("overhead", "throughput", "coldstart", "profile", "fetch")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,7 +8,6 @@ in step. A default changes only with a recorded reason in that document.
 
 from __future__ import annotations
 
-import os
 from typing import Final
 
 # Operation
@@ -29,7 +28,10 @@ FETCHES_IN_FLIGHT: Final = 8  # LIM-C3 (operator 1-64)
 FETCHES_IN_FLIGHT_RANGE: Final = (1, 64)
 FETCHES_PER_HOST: Final = 2  # LIM-C4 (operator 1-8)
 FETCHES_PER_HOST_RANGE: Final = (1, 8)
-PARSE_TASKS: Final = max(1, os.cpu_count() or 1)  # LIM-C5 (operator 1-64)
+# LIM-C5 (operator 1-64). Default 1, not the number of CPUs: extraction holds
+# the GIL, so more threads give no speed and multiply the memory of parse trees
+# (docs/limits.md, recorded change).
+PARSE_TASKS: Final = 1
 PARSE_TASKS_RANGE: Final = (1, 64)
 # LIM-C9 (request rate per engine) is each driver's Admission.min_interval_ms.
 WEB_SEARCH_PER_MINUTE: Final = 60  # LIM-C6

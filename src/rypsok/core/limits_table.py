@@ -30,6 +30,5 @@ def limits_rows() -> list[tuple[str, str, str, str]]:
 def limits_table() -> str:
     lines = ["| id | constant | value | note |", "|---|---|---|---|"]
     for lim_id, name, value, note in limits_rows():
-        shown = "number of CPUs, at least 1" if name == "PARSE_TASKS" else value
-        lines.append(f"| {lim_id} | `{name}` | {shown} | {note} |")
+        lines.append(f"| {lim_id} | `{name}` | {value} | {note} |")
     return "\n".join(lines)

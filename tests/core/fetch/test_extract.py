@@ -688,3 +688,27 @@ def test_arbitrary_text_and_markdown_pass_through_cleanly(text: str, kind: str) 
         return
     assert remove_invisible(result.markdown)[1] == 0
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f\r]", result.markdown)
+
+
+@pytest.mark.req("REQ-PAGE-006", "REQ-TEST-006", "REQ-SEC-014")
+@pytest.mark.timeout(10)
+def test_a_tag_with_too_many_attributes_ends_the_document_there() -> None:
+    """REQ-PAGE-006: libxml2 is quadratic in one tag's attributes; such a tag is cut off."""
+    many = " ".join(f"a{i}=x" for i in range(160_000))  # ~29 s for libxml2 uncut
+    page = html(f"<p>Before the tag.</p><div {many}>inside</div><p>After the tag.</p>")
+    result = extract_html(page, base_url=BASE)
+    assert result.partial
+    assert "Before the tag." in result.markdown and "After the tag." not in result.markdown
+    few = " ".join(f"a{i}=x" for i in range(200))
+    fine = extract_html(html(f"<p>Before.</p><div {few}>inside</div><p>After.</p>"), base_url=BASE)
+    assert not fine.partial and "After." in fine.markdown
+
+
+@pytest.mark.req("REQ-PAGE-006", "REQ-PERF-003")
+def test_attributes_count_toward_the_node_bound() -> None:
+    """REQ-PAGE-006: attributes cost tree memory, so they count toward LIM-F10."""
+    attrs = " ".join(f"a{i}=x" for i in range(9))
+    page = html("".join(f"<p {attrs}>para {i}</p>" for i in range(200)))
+    bounded = extract_html(page, base_url=BASE, max_nodes=1_000)
+    assert bounded.partial  # 200 elements but 2,000 nodes with their attributes
+    assert extract_html(page, base_url=BASE, max_nodes=5_000).partial is False

@@ -264,6 +264,15 @@ def _markdown_title(text: str) -> str | None:
 _CHUNK_CHARS: Final = 64 * 1024
 _TAG_LOOKBACK: Final = 32  # a slice never ends inside the first characters of a tag
 _LIBXML_DEPTH_CAP: Final = 2_048  # libxml2's own limit with huge_tree
+# libxml2 checks each attribute of a start tag against the ones before it, so
+# one tag with many attributes costs quadratic time while holding the GIL
+# (160,000 attributes: ~29 s). The document is cut before a tag with more
+# attributes than this; at this bound one tag costs about a millisecond. Only
+# tags longer than _LONG_TAG_CHARS are counted, so ordinary pages pay nothing,
+# and one long attribute value (a data: URI) is a single attribute.
+MAX_TAG_ATTRIBUTES: Final = 1_000
+_LONG_TAG_CHARS: Final = 4_096
+_ATTRIBUTE: Final = re.compile(r"""[\s/]+[^\s=/>"']+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>"']*))?""")
 _CONTROLS: Final = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f\ud800-\udfff]")
 _ROOT_END_TAGS: Final = re.compile(r"</(?:body|html)\s*>", re.IGNORECASE)
 
@@ -292,7 +301,8 @@ class _Counter:
                 continue
             if self.first is None:
                 self.first = element
-            self.nodes += 1
+            # Attributes count as nodes: they cost tree memory as elements do.
+            self.nodes += 1 + len(element.attrib)
             self.depth += 1
             if self.nodes > self.max_nodes or self.depth > self.max_depth:
                 return element
@@ -309,6 +319,7 @@ def _parse(html: str, *, max_nodes: int, max_depth: int) -> _Tree:
         no_network=True,
     )
     counter = _Counter(max(1, max_nodes), max(1, min(max_depth, _LIBXML_DEPTH_CAP)))
+    html, tag_cut = _cut_before_long_tag(html)
     controls_removed = 0
     crossing: _Element = None
     broken = False
@@ -325,9 +336,29 @@ def _parse(html: str, *, max_nodes: int, max_depth: int) -> _Tree:
     root = _finish(parser, counter)
     if crossing is not None:
         _prune_from(crossing)
-    return _Tree(
-        root=root, partial=crossing is not None or broken, controls_removed=controls_removed
-    )
+    partial = crossing is not None or broken or tag_cut
+    return _Tree(root=root, partial=partial, controls_removed=controls_removed)
+
+
+def _cut_before_long_tag(html: str) -> tuple[str, bool]:
+    """`html` up to its first tag with more than MAX_TAG_ATTRIBUTES attributes.
+
+    One pass over the text: each tag's span is found with `find`, and only long
+    spans are scanned for attributes (quote-aware, so a `>` inside a quoted
+    value does not end the count early but the span is still bounded by it).
+    """
+    position = html.find("<")
+    while position != -1:
+        close = html.find(">", position)
+        end = len(html) if close == -1 else close
+        if end - position > _LONG_TAG_CHARS:
+            attributes = sum(1 for _ in _ATTRIBUTE.finditer(html, position + 1, end))
+            if attributes > MAX_TAG_ATTRIBUTES:
+                return html[:position], True
+        if close == -1:
+            break
+        position = html.find("<", close)
+    return html, False
 
 
 def _finish(parser: Any, counter: _Counter) -> _Element:

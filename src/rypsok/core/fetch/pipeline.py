@@ -215,7 +215,7 @@ class FetchPipeline:
         host = urlsplit(url).hostname or ""
         host_slots = self._host_limiter(host)
         try:
-            async with self._fetch_slots, host_slots:
+            async with host_slots:
                 remaining_ms = int((deadline - self._clock()) * 1000)
                 if remaining_ms <= 0:
                     raise _deadline()
@@ -256,13 +256,18 @@ class FetchPipeline:
     async def fetch(self, request: FetchRequest, notices: list[Notice]) -> contract.WebFetchOutput:
         deadline = self._clock() + self._config.ceiling_ms / 1000.0
         with anyio.move_on_after(self._config.ceiling_ms / 1000.0):
-            page = await self._fetch_page(request.url, deadline, notices)
+            # The LIM-C3 slot is held until extraction ends, so a body waiting to
+            # be parsed still counts: memory stays within LIM-C3 x LIM-F3.
+            async with self._fetch_slots:
+                page = await self._fetch_page(request, deadline, notices)
             return self._respond(page, request, notices)
         raise _deadline()
 
-    async def _fetch_page(self, url: str, deadline: float, notices: list[Notice]) -> _Page:
-        self._check_strict(url)
-        target, upgraded = self._scheme_policy(url, notices)
+    async def _fetch_page(
+        self, request: FetchRequest, deadline: float, notices: list[Notice]
+    ) -> _Page:
+        self._check_strict(request.url)
+        target, upgraded = self._scheme_policy(request.url, notices)
         current = self._checked(target)
         for _ in range(self._config.redirects + 1):
             await self._check_robots(current, upgraded)
@@ -277,7 +282,8 @@ class FetchPipeline:
                 current = await self._follow(current, location, deadline, notices)
                 continue
             self._raise_for_status(response)
-            extraction = await self._extract(response, deadline)
+            window = slice(request.start_char, request.start_char + request.max_chars)
+            extraction = await self._extract(response, deadline, window)
             return _Page(response.url, extraction.extracted, extraction.instruction_like)
         raise ToolError(
             ErrorKind.UNAVAILABLE,
@@ -341,7 +347,9 @@ class FetchPipeline:
             retry_after_ms=retry_after,
         )
 
-    async def _extract(self, response: AgentResponse, deadline: float) -> _Extraction:
+    async def _extract(
+        self, response: AgentResponse, deadline: float, window: slice
+    ) -> _Extraction:
         kind_of_type = media_type(response.headers.get("content-type"))
         kind = sniff_kind(kind_of_type, response.body)
         if kind is None:
@@ -359,15 +367,17 @@ class FetchPipeline:
             # LIM-C5 at a time. A bounded parse ends on its own soon after the
             # deadline; abandoning it keeps the call within LIM-F5 (REQ-PAGE-008).
             return await anyio.to_thread.run_sync(
-                self._extract_sync, kind, response, limiter=self._parse_slots,
+                self._extract_sync, kind, response, window, limiter=self._parse_slots,
                 abandon_on_cancel=True,
             )  # fmt: skip
         raise _deadline()
 
-    def _extract_sync(self, kind: str, response: AgentResponse) -> _Extraction:
+    def _extract_sync(self, kind: str, response: AgentResponse, window: slice) -> _Extraction:
         text, _ = decode_body(response.body, response.headers.get("content-type"))
         extracted = self._parse(kind, text, response.url)
-        return _Extraction(extracted, looks_like_instruction(extracted.markdown))
+        # Only the returned window is checked: the check scales with its length,
+        # and text outside the window is not shown to the caller in this call.
+        return _Extraction(extracted, looks_like_instruction(extracted.markdown[window]))
 
     def _parse(self, kind: str, text: str, url: str) -> Extracted:
         try:
