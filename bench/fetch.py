@@ -68,7 +68,7 @@ from bench.extraction import CORPUS
 from bench.fakeserver import REPO, FakeServer
 from rypsok.core import limits
 from rypsok.core.boundary.instructions import looks_like_instruction
-from rypsok.core.fetch import extract
+from rypsok.core.fetch import extract, parse
 from rypsok.core.fetch.decode import decode_body, media_type, sniff_kind
 
 MIB = 1024 * 1024
@@ -356,7 +356,7 @@ def _tree_cost(body: bytes, content_type: str) -> dict[str, Any]:
     with_str = rss_mib()
     reset_peak()
     started = time.perf_counter()
-    tree = extract._parse(text, max_nodes=NODES, max_depth=DEPTH)
+    tree = parse.parse_bounded(text, max_nodes=NODES, max_depth=DEPTH)
     parse_s = time.perf_counter() - started
     tree_mib = max(rss_mib(), peak_mib()) - with_str
     elements = attributes = 0
@@ -804,7 +804,7 @@ def hostile_scaling(quick: bool) -> dict[str, Any]:
     for count in (5_000, 10_000, 20_000) if quick else (5_000, 10_000, 20_000, 40_000):
         text = hostile_page(count).decode()
         started = time.perf_counter()
-        extract._parse(text, max_nodes=NODES, max_depth=DEPTH)
+        parse.parse_bounded(text, max_nodes=NODES, max_depth=DEPTH)
         seconds = time.perf_counter() - started
         measured.append({"attributes": count, "bytes": len(text), "parse_s": seconds})
         rows.append([f"{count:,}", f"{len(text):,}", seconds])
