@@ -82,10 +82,14 @@ def build_server(services: Services) -> Server[Any]:
             ) from None
         return render(answer, structured)
 
+    # Without a lookup the SDK lists every tool on each 2026-07-28 HTTP call to
+    # check optional headers (about 10% of a call's CPU, docs/performance.md §10).
+    input_schemas = {tool.name: tool.input_schema for tool in tools}
     return Server(
         SERVER_NAME,
         version=__version__,
         instructions=INSTRUCTIONS,
+        get_tool_input_schema=input_schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
