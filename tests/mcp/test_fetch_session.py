@@ -10,8 +10,11 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 
+from rypsok.core.egress.ranges import IPV4_REFUSED, IPV6_REFUSED
 from rypsok.core.services import Services
+from rypsok.mcp.server import build_server
 from tests.fakes.provider_server import ProviderServer, Route
 from tests.support import ENGINE_PATHS, OK_FIXTURES, call_tool, config_from
 
@@ -111,3 +114,29 @@ async def test_hostile_documents_end_their_call_while_search_stays_prompt() -> N
     assert "extraction_partial" in [n["code"] for n in wide["notices"]]  # LIM-F10 reached
     search_outcome, search_s = outcomes["search"]
     assert search_outcome == "ok" and search_s < 1.0
+
+
+def refused_destinations() -> list[str]:
+    """One URL per refused range of the production table, IPv4 and IPv6."""
+    urls = []
+    for network, _ in (*IPV4_REFUSED, *IPV6_REFUSED):
+        address = network.network_address + (1 if network.num_addresses > 2 else 0)
+        host = f"[{address}]" if address.version == 6 else str(address)
+        urls.append(f"https://{host}/")
+    return urls
+
+
+@pytest.mark.req("REQ-SEC-006", "REQ-TEST-005", "REQ-SEC-007")
+async def test_every_refused_range_is_denied_through_mcp() -> None:
+    """REQ-SEC-006, REQ-TEST-005: each range of the production table is denied, no connection."""
+    services = Services(config_from({}))  # the production policy, no allow rule
+    urls = refused_destinations()
+    assert len(urls) > 40
+    async with Client(build_server(services)) as client:
+        for url in urls:
+            result = await client.call_tool("web_fetch", {"url": url})
+            payload = result.structured_content
+            assert payload is not None and payload["outcome"] == "error", url
+            assert payload["error"]["kind"] == "denied", (url, payload["error"])
+            assert url.split("/")[2] not in json.dumps(payload)
+    await services.aclose()
