@@ -16,7 +16,7 @@ from rypsok.core.egress.ranges import IPV4_REFUSED, IPV6_REFUSED
 from rypsok.core.services import Services
 from rypsok.mcp.server import build_server
 from tests.fakes.provider_server import ProviderServer, Route
-from tests.support import ENGINE_PATHS, OK_FIXTURES, call_tool, config_from
+from tests.support import ENGINE_PATHS, OK_FIXTURES, call_tool, config_from, services_resolving
 
 PAGES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "pages"
 CORPUS = sorted(p for p in PAGES.iterdir() if p.suffix != ".json")
@@ -139,4 +139,21 @@ async def test_every_refused_range_is_denied_through_mcp() -> None:
             assert payload is not None and payload["outcome"] == "error", url
             assert payload["error"]["kind"] == "denied", (url, payload["error"])
             assert url.split("/")[2] not in json.dumps(payload)
+    await services.aclose()
+
+
+@pytest.mark.req("REQ-SEC-007", "REQ-TEST-005", "REQ-SEC-006")
+async def test_a_name_answering_a_refused_address_is_denied_at_connect() -> None:
+    """REQ-SEC-007: the address a name resolves to is judged at connect time, every hop."""
+    names = {"intranet.example.org": "10.1.2.3", "metadata.example.org": "169.254.169.254",
+             "mapped.example.org": "::ffff:127.0.0.1"}  # fmt: skip
+    services = services_resolving(config_from({}), names)
+    async with Client(build_server(services)) as client:
+        for name, address in names.items():
+            result = await client.call_tool("web_fetch", {"url": f"https://{name}/page"})
+            payload = result.structured_content
+            assert payload is not None
+            assert payload["error"]["kind"] == "denied", (name, payload)
+            assert payload["error"]["detail"]["reason"] == "egress"
+            assert address not in json.dumps(payload)
     await services.aclose()

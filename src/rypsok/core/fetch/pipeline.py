@@ -112,9 +112,10 @@ class FetchPipeline:
         self._parse_slots = anyio.CapacityLimiter(config.fetch.parse_tasks)  # LIM-C5
         self._host_slots: dict[str, anyio.CapacityLimiter] = {}  # LIM-C4, while in use
         self._returned: collections.OrderedDict[str, None] = collections.OrderedDict()
-        # Origins whose robots.txt could not be reached at all: for an http URL
-        # upgraded to https, that means the site has no https (REQ-FETCH-010).
-        self._unreachable: collections.OrderedDict[str, None] = collections.OrderedDict()
+        # Origins whose robots.txt could not be reached at all (True: the egress
+        # policy refused the destination). For an http URL upgraded to https,
+        # unreachable means the site has no https (REQ-FETCH-010).
+        self._unreachable: collections.OrderedDict[str, bool] = collections.OrderedDict()
 
     # -- strict mode (REQ-SEC-021) --------------------------------------------------------
 
@@ -175,6 +176,10 @@ class FetchPipeline:
                     total_timeout_ms=self._config.timeout_ms,
                     truncate=True,
                 )
+            except EgressDenied:
+                # The destination itself is refused: the page would be too.
+                self._note_reachability(origin, reachable=False, refused=True)
+                return RobotsAnswer(status=None, body=b"")
             except EgressError:
                 self._note_reachability(origin, reachable=False)
                 return RobotsAnswer(status=None, body=b"")
@@ -185,17 +190,20 @@ class FetchPipeline:
             url = urljoin(url, location)
         return RobotsAnswer(status=None, body=b"")  # redirects exhausted: unreachable
 
-    def _note_reachability(self, origin: str, *, reachable: bool) -> None:
+    def _note_reachability(self, origin: str, *, reachable: bool, refused: bool = False) -> None:
         self._unreachable.pop(origin, None)
         if not reachable:
-            self._unreachable[origin] = None
+            self._unreachable[origin] = refused
             while len(self._unreachable) > STRICT_URLS_KEPT:
                 self._unreachable.popitem(last=False)
 
     async def _check_robots(self, url: str, upgraded: bool) -> None:
         if self._robots is None or await self._robots.allowed(url):
             return
-        if upgraded and origin_and_path(url)[0] in self._unreachable:
+        origin = origin_and_path(url)[0]
+        if self._unreachable.get(origin):
+            raise _denied("egress")  # robots.txt was refused by the egress policy
+        if upgraded and origin in self._unreachable:
             raise _denied("scheme")  # the https retry could not reach the site
         raise ToolError(
             ErrorKind.DENIED,
