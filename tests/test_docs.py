@@ -11,6 +11,7 @@ import tomllib
 
 import pytest
 
+from rypsok.core import contract
 from rypsok.core.config import parse_config
 from rypsok.core.engines.registry import known_ids
 from tests.support import child_env
@@ -65,3 +66,14 @@ def test_host_entries_have_the_shape_a_host_reads() -> None:
     for server in servers:
         assert server["command"].endswith("rypsok") and server["args"][0] == "serve"
         assert all(isinstance(v, str) for v in server.get("env", {}).values())
+
+
+@pytest.mark.req("REQ-ERR-002", "REQ-SEC-016", "REQ-CTX-002")
+def test_vocabulary_page_names_every_term_of_the_contract() -> None:
+    """REQ-ERR-002: docs/vocabulary.md explains every outcome, error kind, notice and reason."""
+    page = (ROOT / "docs" / "vocabulary.md").read_text(encoding="utf-8")
+    vocabularies = (contract.Outcome, contract.ErrorKind, contract.NoticeCode,
+                    contract.DeniedReason, contract.UnavailableReason)  # fmt: skip
+    missing = [term.value for vocabulary in vocabularies for term in vocabulary
+               if f"`{term.value}`" not in page]  # fmt: skip
+    assert not missing, missing
