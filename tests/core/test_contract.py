@@ -52,7 +52,7 @@ def test_input_schemas_are_flat_and_small() -> None:
         assert schema["type"] == "object" and schema["additionalProperties"] is False
         assert len(schema["properties"]) <= limits.PARAMETERS_PER_TOOL
         for prop in schema["properties"].values():
-            assert prop["type"] in ("string", "integer", "boolean")
+            assert prop["type"] in limits.INPUT_SCHEMA_TYPES
             assert set(prop) <= {"type", "description", "enum", "default", "minimum",
                                  "maximum", "maxLength"}  # fmt: skip
 

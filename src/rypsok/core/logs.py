@@ -13,7 +13,6 @@ import contextvars
 import json
 import logging
 import sys
-import time
 from typing import Any
 
 ROOT = "rypsok"
@@ -64,7 +63,3 @@ def event(
         current = request_id.get()
         stamped = {"request_id": current, **fields} if current is not None else fields
         logger.log(level, name, extra={"fields": stamped}, exc_info=exc_info)
-
-
-def monotonic_ms() -> float:
-    return time.monotonic() * 1000.0
