@@ -82,6 +82,8 @@ class NoticeCode(enum.StrEnum):
     ENGINE_FAILED = "engine_failed"  # an engine failed; the call is partial
     ENGINE_SKIPPED = "engine_skipped"  # an engine's circuit is open; the call is partial
     ENGINE_NOT_APPLICABLE = "engine_not_applicable"  # cannot honour language/time/query length
+    ENGINE_NOT_ASKED = "engine_not_asked"  # its rate limit leaves no turn before the deadline
+    ENGINE_PAUSED = "engine_paused"  # the provider's Retry-After pauses it past the deadline
     TITLE_SHORTENED = "title_shortened"
     SNIPPET_SHORTENED = "snippet_shortened"
     MARKUP_REMOVED = "markup_removed"

@@ -127,6 +127,38 @@ async def test_one_failing_engine_makes_the_call_partial(route: Route, failure: 
     assert "PROVIDER-GARBAGE" not in json.dumps(payload)
 
 
+@pytest.mark.req("REQ-CMP-002", "REQ-RES-002", "REQ-AGG-004", "REQ-AGG-008")
+@pytest.mark.parametrize(
+    ("status", "first_failure"),
+    [(503, "rate_limited"), (500, "request_failure"), (429, "rate_limited")],
+)
+async def test_a_retry_after_on_any_answer_pauses_the_engine_and_says_so(
+    status: int, first_failure: str
+) -> None:
+    """REQ-CMP-002, REQ-RES-002: a Retry-After on a 429, 503 or other 5xx holds the engine.
+
+    A 503 with Retry-After is `rate_limited`; a 500 keeps its own class but its
+    Retry-After is honoured all the same. The next call is inside the pause: the
+    provider is not asked again, and the notice says the engine is paused by its
+    provider, not that it timed out (CLR-5).
+    """
+    route = Route(status=status, headers={"retry-after": "30"}, body=b"busy")
+    async with ProviderServer(ok_routes(github=route)) as server:
+        services = Services(engines_config(server.base_url))
+        first = await search(services, query="http client", category="code")
+        second = await search(services, query="http server", category="code")
+        await services.aclose()
+        asked = len(server.requests_to(ENGINE_PATHS["github"]))
+    assert asked == 1
+    failed = [n for n in first["notices"] if "github" in n["message"]]
+    assert [n["code"] for n in failed] == ["engine_failed"]
+    assert first_failure in failed[0]["message"]
+    paused = [n for n in second["notices"] if "github" in n["message"]]
+    assert [n["code"] for n in paused] == ["engine_paused"]
+    assert "Retry-After" in paused[0]["message"] and "timeout" not in paused[0]["message"]
+    assert second["outcome"] == "partial" and second["results"]
+
+
 @pytest.mark.req("REQ-AGG-003", "REQ-AGG-002", "REQ-TEST-004", "REQ-AGG-006", "REQ-PERF-002")
 async def test_a_hanging_engine_costs_at_most_the_deadline() -> None:
     """REQ-AGG-003, REQ-AGG-002: a hang is cut at LIM-S5 and the call returns by LIM-S4."""
@@ -302,7 +334,9 @@ async def test_ten_concurrent_arxiv_searches_respect_its_spacing() -> None:
     late = [p for p in payloads if p["outcome"] == "partial"]
     for payload in late:
         arxiv = [n for n in payload["notices"] if "arxiv" in n["message"]]
-        assert len(arxiv) == 1 and "timeout" in arxiv[0]["message"]
+        # CLR-5: not a timeout of the provider, a turn its rate leaves no room for.
+        assert [n["code"] for n in arxiv] == ["engine_not_asked"]
+        assert "rate limit" in arxiv[0]["message"] and "timeout" not in arxiv[0]["message"]
 
 
 @pytest.mark.req("REQ-ENG-002", "REQ-AGG-001")
@@ -347,4 +381,6 @@ async def test_stack_exchange_backoff_holds_its_next_request() -> None:
     assert any("stackoverflow.com" in r["url"] for r in first["results"])
     assert len(server.requests_to(ENGINE_PATHS["stackexchange"])) == 1
     held = [n for n in second["notices"] if "stackexchange" in n["message"]]
-    assert len(held) == 1 and "timeout" in held[0]["message"]  # its turn is after the deadline
+    # Its turn is after the deadline because the provider paused it (CLR-5).
+    assert [n["code"] for n in held] == ["engine_paused"]
+    assert "timeout" not in held[0]["message"]

@@ -54,7 +54,6 @@ from rypsok.core.engines.base import (
     RawHit,
     SearchParams,
     TimeRange,
-    retry_after_ms,
 )
 from rypsok.core.engines.common import (
     collect_hits,
@@ -62,6 +61,7 @@ from rypsok.core.engines.common import (
     media_type,
     raise_for_interstitial,
     raise_for_status,
+    raise_for_throttle,
     window_start,
 )
 
@@ -128,11 +128,7 @@ class ArXiv(Driver):
 
 def _raise_for_signals(response: EngineResponse) -> None:
     """Raise on a throttle or an interstitial, whatever else the answer holds."""
-    status = response.status
-    if status == 429 or (status == 503 and retry_after_ms(response.headers) is not None):
-        raise EngineFailure(
-            FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(response.headers)
-        )
+    raise_for_throttle(response)
     raise_for_interstitial(response)
 
 
