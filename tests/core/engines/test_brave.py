@@ -160,7 +160,7 @@ def test_without_a_key_no_credential_header_is_built() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-012", "REQ-RANK-003")
 def test_web_success_keeps_order_urls_raw_descriptions_and_page_age() -> None:
     """REQ-TEST-002, REQ-ENG-012, REQ-RANK-003: title, url as given, raw description, page_age."""
-    hits = _driver().parse(_response("web_ok.json"))
+    hits = _driver().parse(_response("ok.json"))
     assert [hit.rank for hit in hits] == [1, 2, 3, 4, 5]
     assert hits[0].title == "HTTPX"
     assert hits[0].url == "https://www.python-httpx.org/"
@@ -332,7 +332,7 @@ def test_an_error_body_echoing_the_key_puts_it_nowhere(status: int) -> None:
 @pytest.mark.parametrize(
     ("category", "path", "fixture"),
     [
-        (Category.GENERAL, "/res/v1/web/search", "web_ok.json"),
+        (Category.GENERAL, "/res/v1/web/search", "ok.json"),
         (Category.NEWS, "/res/v1/news/search", "news_ok.json"),
     ],
 )

@@ -34,10 +34,11 @@ _response = FixtureResponses("hackernews")
 
 @pytest.mark.req("REQ-ENG-001", "REQ-ENG-010")
 def test_declares_its_admission_properties() -> None:
-    """REQ-ENG-001, REQ-ENG-010: news and code, every time range, no language, 10k/h."""
+    """REQ-ENG-001, REQ-ENG-010: news and code, every time range, English, 10k/h."""
     assert HackerNews.id == "hackernews"
     assert HackerNews.categories == frozenset({Category.NEWS, Category.CODE})
-    assert HackerNews.languages == frozenset()
+    # An English-language index: English honoured without a parameter.
+    assert HackerNews.languages == frozenset({"en"}) == {HackerNews.default_language}
     assert HackerNews.time_ranges == frozenset(TimeRange)
     assert HackerNews.admission.min_interval_ms * 10_000 >= 3_600_000
     assert HackerNews.requires_key is False

@@ -261,6 +261,22 @@ async def test_engines_that_cannot_honour_a_filter_are_skipped_with_a_notice(
     assert providers.requests_to(ENGINE_PATHS["wikidata"])[-1].param("language") == "de"
 
 
+@pytest.mark.req("REQ-SEARCH-004", "REQ-ENG-010")
+async def test_english_is_honoured_by_the_english_indexes_and_skips_github(
+    providers: ProviderServer,
+) -> None:
+    """REQ-SEARCH-004: Hacker News and Stack Overflow are English indexes; GitHub selects none."""
+    services = Services(engines_config(providers.base_url))
+    payload = await search(services, query="http client", category="code", language="en")
+    await services.aclose()
+    skipped = [n for n in payload["notices"] if n["code"] == "engine_not_applicable"]
+    assert len(skipped) == 1 and skipped[0]["message"].endswith(": github.")
+    assert len(providers.requests_to(ENGINE_PATHS["hackernews"])) == 1
+    assert len(providers.requests_to(ENGINE_PATHS["stackexchange"])) == 1
+    assert providers.requests_to(ENGINE_PATHS["github"]) == []
+    assert payload["outcome"] == "ok"
+
+
 @pytest.mark.req("REQ-ENG-010", "REQ-SEARCH-001")
 async def test_query_longer_than_an_engine_accepts_skips_only_that_engine(
     providers: ProviderServer,

@@ -35,8 +35,6 @@ throttle: rate_limited.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Final
 
@@ -49,7 +47,6 @@ from rypsok.core.engines.base import (
     EngineFailure,
     EngineRequest,
     EngineResponse,
-    EngineSettings,
     FailureClass,
     RawHit,
     SearchParams,
@@ -89,16 +86,10 @@ class ArXiv(Driver):
     default_endpoint: ClassVar[str] = "https://export.arxiv.org/api/query"
     _max_per_request: ClassVar[int] = 2000  # max_results ceiling per call
 
-    def __init__(
-        self, settings: EngineSettings | None = None, *, clock: Callable[[], float] = time.time
-    ) -> None:
-        super().__init__(settings)
-        self._clock = clock
-
     def build_request(self, params: SearchParams) -> EngineRequest:
         search_query = f"all:{params.query}"
         if params.time_range is not None:
-            now = self._clock()
+            now = self.now()
             start = window_start(params.time_range, now)
             search_query = f"({search_query}) AND submittedDate:[{_stamp(start)} TO {_stamp(now)}]"
         return EngineRequest(

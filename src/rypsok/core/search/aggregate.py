@@ -241,7 +241,7 @@ class SearchPipeline:
 
     @staticmethod
     def _cannot_honour(driver: Driver, request: SearchRequest) -> str | None:
-        if request.language is not None and request.language not in driver.languages:
+        if request.language is not None and request.language not in driver.honoured_languages():
             return "language"
         if request.time_range is not None and request.time_range not in driver.time_ranges:
             return "time_range"
