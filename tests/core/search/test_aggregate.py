@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import itertools
 import json
-import random
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 
 from rypsok.core.services import Services
+from rypsok.mcp.server import build_server
 from tests.fakes.provider_server import ProviderServer, Route, load_fixture
 from tests.support import ENGINE_PATHS, OK_FIXTURES, call_tool, engines_config
 
@@ -225,22 +226,43 @@ async def test_every_engine_answering_nothing_is_empty() -> None:
 
 @pytest.mark.req("REQ-ARCH-004", "REQ-TEST-011", "REQ-RANK-005", "REQ-RANK-006")
 async def test_output_is_byte_identical_whatever_the_arrival_order() -> None:
-    """REQ-ARCH-004, REQ-TEST-011: shuffled engine latencies give byte-identical output."""
+    """REQ-ARCH-004, REQ-TEST-011: answers arriving in every order give the same bytes.
+
+    The three code engines answer after delays 0.3 s apart, in all six
+    permutations, so their answers reach rypsok in six different orders (the
+    fake records the order it finished writing them). Hacker News shares two
+    URLs with GitHub, so merging and fusion are exercised too.
+    """
+    engines = ("github", "hackernews", "stackexchange")
+    bodies = {
+        "github": load_fixture("github", "ok.json"),
+        "hackernews": hn_body_sharing_github_urls(),
+        "stackexchange": load_fixture("stackexchange", "ok.json"),
+    }
     texts = set()
-    rng = random.Random(20261130)  # noqa: S311 (test data, not security)
-    for _ in range(4):
-        delays = {e: rng.choice([0.0, 0.05, 0.15]) for e in ("github", "hackernews")}
+    orders = set()
+    for delays in itertools.permutations((0.0, 0.3, 0.6)):
         routes = ok_routes(
-            github=Route.fixture("github", "ok.json", delay_s=delays["github"]),
-            hackernews=Route(body=hn_body_sharing_github_urls(), delay_s=delays["hackernews"],
-                             headers={"content-type": "application/json"}),
-        )  # fmt: skip
+            **{
+                engine: Route(
+                    body=bodies[engine],
+                    delay_s=delay,
+                    headers={"content-type": "application/json"},
+                )
+                for engine, delay in zip(engines, delays, strict=True)
+            }
+        )
         async with ProviderServer(routes) as server:
             services = Services(engines_config(server.base_url))
             _, text = await call_tool(services, "web_search", {"query": "http", "category": "code"})
             await services.aclose()
+            paths = {ENGINE_PATHS[engine]: engine for engine in engines}
+            orders.add(tuple(paths[path] for path in server.answered if path in paths))
         texts.add(text)
+    assert len(orders) == 6  # every arrival order happened
+    assert all(len(order) == 3 for order in orders)
     assert len(texts) == 1
+    assert '"outcome":"ok"' in next(iter(texts)).replace(" ", "")
 
 
 @pytest.mark.req("REQ-SEARCH-004", "REQ-SEARCH-005", "REQ-ENG-010")
@@ -400,3 +422,33 @@ async def test_stack_exchange_backoff_holds_its_next_request() -> None:
     # Its turn is after the deadline because the provider paused it (CLR-5).
     assert [n["code"] for n in held] == ["engine_paused"]
     assert "timeout" not in held[0]["message"]
+
+
+@pytest.mark.req("REQ-SEARCH-002", "REQ-ENG-003", "REQ-CFG-003")
+async def test_a_disabled_engine_is_never_asked_and_its_lone_category_disappears() -> None:
+    """REQ-SEARCH-002, REQ-ENG-003: disabling every science engine removes `science`.
+
+    Hacker News is disabled too: code searches go on without it, with no notice,
+    and none of the disabled engines' fakes sees a request, although each one's
+    endpoint points at the fake.
+    """
+    disabled = ("arxiv", "europepmc", "crossref", "hackernews")
+    async with ProviderServer(ok_routes()) as server:
+        engines = {e: {"enabled": False, "endpoint": server.url(ENGINE_PATHS[e])} for e in disabled}
+        services = Services(engines_config(server.base_url, engines=engines))
+        async with Client(build_server(services)) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            code = await client.call_tool("web_search", {"query": "http", "category": "code"})
+            science = await client.call_tool(
+                "web_search", {"query": "qubits", "category": "science"}
+            )
+        await services.aclose()
+        asked = {e: len(server.requests_to(ENGINE_PATHS[e])) for e in ENGINE_PATHS}
+    categories = tools["web_search"].input_schema["properties"]["category"]["enum"]
+    assert "science" not in categories and {"general", "news", "code"} <= set(categories)
+    assert code.structured_content is not None and science.structured_content is not None
+    assert code.structured_content["outcome"] == "ok"
+    assert all("hackernews" not in n["message"] for n in code.structured_content["notices"])
+    assert science.is_error and science.structured_content["error"]["kind"] == "invalid_request"
+    assert all(asked[e] == 0 for e in disabled), asked
+    assert asked["github"] == 1
