@@ -40,7 +40,10 @@ which must leave the request as it is without a filter.
 
 from __future__ import annotations
 
+import inspect
 import itertools
+import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,6 +83,11 @@ DOCUMENTED_EXCEPTIONS: dict[tuple[str, int], FailureClass] = {
     ("searxng", 401): FailureClass.REQUEST_FAILURE,
     ("searxng", 403): FailureClass.REQUEST_FAILURE,
 }
+
+# A driver reads the time only through the clock its base class is given.
+CLOCK_CALLS = re.compile(
+    r"\btime\.(time|monotonic|perf_counter)\(|\b(datetime|date)\.(now|today|utcnow)\("
+)
 
 ENGINES = [cls.id for cls in DRIVER_CLASSES]
 CLASSES = {cls.id: cls for cls in DRIVER_CLASSES}
@@ -255,3 +263,14 @@ def test_each_declared_time_range_changes_the_request(engine: str) -> None:
             filtered.append(request)
     for first, second in itertools.combinations(filtered, 2):
         assert first != second, f"{engine} builds one request for two time ranges"
+
+
+@pytest.mark.req("REQ-MAIN-004", "REQ-ARCH-002")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_driver_reads_the_time_only_through_its_injected_clock(engine: str) -> None:
+    """REQ-MAIN-004: the base class owns the clock; no driver module reads the time itself."""
+    module = sys.modules[CLASSES[engine].__module__]
+    assert CLOCK_CALLS.search(inspect.getsource(module)) is None
+    moments = iter([NOW, NOW + 86_400.0])
+    driver = CLASSES[engine](active_driver(engine).settings, clock=lambda: next(moments))
+    assert (driver.now(), driver.now()) == (NOW, NOW + 86_400.0)
