@@ -61,6 +61,13 @@ def test_request_without_a_language_asks_in_english_and_caps_the_count() -> None
     assert params["limit"] == "50"
 
 
+@pytest.mark.req("REQ-SEARCH-004")
+def test_a_language_outside_its_list_is_asked_in_english() -> None:
+    """REQ-SEARCH-004: an operator default Wikidata may refuse is never sent."""
+    params = dict(Wikidata().build_request(SearchParams(query="q", language="xx")).params)
+    assert (params["language"], params["uselang"]) == ("en", "en")
+
+
 @pytest.mark.req("REQ-ENG-005", "REQ-SEC-017")
 def test_explicit_endpoint_keeps_the_query_parameters() -> None:
     """REQ-ENG-005, REQ-SEC-017: an operator endpoint replaces the URL only."""

@@ -15,7 +15,8 @@ Configuration (`[engines.wikidata]`):
 Language. `language` selects the language whose labels and aliases are
 matched and `uselang` the language of the returned label and description,
 so the engine honours every language in `languages` (a conservative subset of
-Wikidata's content languages). Without a selection it asks in English.
+Wikidata's content languages). Without a selection, or for a language outside
+that set (an operator default), it asks in English.
 
 Result. Title = the label, snippet = the description, URL =
 https://www.wikidata.org/wiki/<Q-id>, built from the entity id on the public
