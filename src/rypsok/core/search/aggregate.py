@@ -147,7 +147,8 @@ def _failure_notice(answer: EngineAnswer) -> Notice:
         return Notice(
             code=NoticeCode.ENGINE_PAUSED,
             message=f"Engine {answer.engine} was not asked: its provider asked rypsok to pause "
-            "it (Retry-After) until after this call's deadline; results may be incomplete.",
+            "it (Retry-After or backoff) until after this call's deadline; results may be "
+            "incomplete.",
         )
     if answer.not_sent is WhyNotSent.NO_TURN:
         return Notice(
