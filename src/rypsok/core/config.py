@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import pathlib
 import tomllib
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal, get_args, get_origin
 
@@ -132,6 +133,16 @@ class SearchConfig(_Section):
         default=False, description="drop results whose text looks like instructions"
     )
 
+    @field_validator("preference")
+    @classmethod
+    def _preference_has_no_duplicates(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # A repeated id would ask that engine twice per search (and name it twice in
+        # engine_status): the operator meant something else, so say so.
+        repeated = sorted({engine_id for engine_id in value if value.count(engine_id) > 1})
+        if repeated:
+            raise ValueError(f"each engine id may appear once; repeated: {', '.join(repeated)}")
+        return value
+
     @field_validator("languages")
     @classmethod
     def _languages_are_codes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -212,7 +223,32 @@ class FetchConfig(_Section):
 class EgressConfig(_Section):
     allow: StrList = Field(default=(), description="CIDR or host rules that allow")
     deny: StrList = Field(default=(), description="CIDR or host rules that deny; win")
-    proxy: str | None = Field(default=None, description="REQ-RES-008 proxy for engine requests")
+    proxy: str | None = Field(
+        default=None,
+        description="REQ-RES-008 http:// or https:// proxy for engine requests; no credentials "
+        "in the URL (REQ-CFG-004)",
+    )
+
+    @field_validator("proxy")
+    @classmethod
+    def _proxy_is_plain_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        # The value is never echoed: a refused proxy URL may carry a password.
+        parts = urllib.parse.urlsplit(value)
+        if "@" in parts.netloc:
+            raise ValueError(
+                "inline credentials are refused (secrets by reference only); rypsok does not "
+                "authenticate to a proxy, so give a proxy that admits this host without a "
+                "password"
+            )
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http:// or https:// URL with a host")
+        try:
+            parts.port  # noqa: B018 (property access validates the port)
+        except ValueError:
+            raise ValueError("the port must be a number from 1 to 65535") from None
+        return value
 
 
 class PrivacyConfig(_Section):
@@ -372,11 +408,22 @@ def _describe(error: Mapping[str, Any]) -> str:
     return f"key '{key}': {error['msg'].split(',')[0].lower()}"
 
 
+def _toml_type(value: object) -> str:
+    names = {bool: "boolean", float: "float", str: "string", list: "array", dict: "table"}
+    return names.get(type(value), "date or time")
+
+
 def parse_config(data: Mapping[str, Any], known_engines: frozenset[str]) -> Config:
     """Validate a decoded TOML document; raises ConfigError naming the key."""
     if "schema_version" not in data:
         raise ConfigError("key 'schema_version' is missing: a configuration file must set it to 1")
-    if data["schema_version"] != SCHEMA_VERSION:
+    version = data["schema_version"]
+    if type(version) is not int:  # TOML's true and 1.0 equal 1 in Python: not a version
+        raise ConfigError(
+            f"key 'schema_version': must be the integer {SCHEMA_VERSION}, "
+            f"not a {_toml_type(version)}"
+        )
+    if version != SCHEMA_VERSION:
         raise ConfigError(
             f"key 'schema_version': version {data['schema_version']!r} is not supported; "
             f"this rypsok reads version {SCHEMA_VERSION}"

@@ -20,7 +20,7 @@ import anyio
 
 from rypsok import PROJECT_URL, __version__
 from rypsok.core import contract, limits, logs
-from rypsok.core.config import Config, load_config
+from rypsok.core.config import Config, ConfigError, load_config
 from rypsok.core.contract import (
     DeniedReason,
     ErrorKind,
@@ -90,13 +90,7 @@ class Services:
         self.config = config
         self.metrics = Metrics()
         self.engines: list[tuple[Driver, bool]] = registry.configured_engines(config)
-        self.egress = egress or EgressClient(
-            user_agent=user_agent(config.operator.contact),
-            rules=EgressRules.from_strings(allow=config.egress.allow, deny=config.egress.deny),
-            proxy=config.egress.proxy,
-            fetch_allow_http=config.fetch.allow_http,
-            fetch_extra_ports=config.fetch.ports,
-        )
+        self.egress = egress or build_egress(config)
         self.search_pipeline = SearchPipeline(
             self.active_engines(), self.egress, config, self.metrics, clock
         )
@@ -322,9 +316,52 @@ class Services:
         await self.egress.aclose()
 
 
+def build_egress(config: Config) -> EgressClient:
+    """The process's egress client; ConfigError naming the keys when it cannot be built."""
+    try:
+        return EgressClient(
+            user_agent=user_agent(config.operator.contact),
+            rules=EgressRules.from_strings(allow=config.egress.allow, deny=config.egress.deny),
+            proxy=config.egress.proxy,
+            fetch_allow_http=config.fetch.allow_http,
+            fetch_extra_ports=config.fetch.ports,
+        )
+    except ValueError as exc:  # the client's own words: they name what is wrong, no value
+        raise ConfigError(f"key 'egress.proxy' or 'operator.contact': {exc}") from None
+
+
 def load_configuration(path: str | None) -> Config:
-    """The configuration, checked against the registered engines (REQ-ENG-004)."""
-    return load_config(path, registry.known_ids())
+    """The configuration, checked against the registered engines (REQ-ENG-004, CLR-3)."""
+    config = load_config(path, registry.known_ids())
+    problems = admission_problems(config)
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return config
+
+
+def admission_problems(config: Config) -> list[str]:
+    """Engine settings faster than the engine's admission record allows (CLR-3).
+
+    The record's spacing and concurrency are the provider's terms: a value that
+    would break them is refused with the record's bound, never lowered quietly.
+    """
+    classes = registry.driver_classes()
+    problems = []
+    for engine_id, own in config.engines.items():
+        record = classes[engine_id].admission
+        where = f"key 'engines.{engine_id}"
+        page = f"docs/engines/{engine_id}.md"
+        if own.min_interval_ms is not None and own.min_interval_ms < record.min_interval_ms:
+            problems.append(
+                f"{where}.min_interval_ms': must be at least {record.min_interval_ms}, the "
+                f"spacing of the engine's admission record ({page}); it may only be longer"
+            )
+        if own.max_concurrency is not None and own.max_concurrency > record.max_concurrency:
+            problems.append(
+                f"{where}.max_concurrency': must be at most {record.max_concurrency}, the "
+                f"concurrency of the engine's admission record ({page}); it may only be lower"
+            )
+    return problems
 
 
 def engine_states(config: Config) -> list[tuple[str, str]]:
