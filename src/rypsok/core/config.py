@@ -256,7 +256,9 @@ class PrivacyConfig(_Section):
         default=limits.CREDENTIAL_CHECK_DEFAULT, description="LIM-P1"
     )
     log_queries: bool = Field(
-        default=limits.LOG_QUERIES_DEFAULT, description="LIM-P3 log queries at debug level"
+        default=limits.LOG_QUERIES_DEFAULT,
+        description="LIM-P3 log each web_search query (credentials masked) as a debug line "
+        "`query`; start-up warns `query_logging_on`",
     )
 
 
@@ -304,7 +306,6 @@ class HttpConfig(_Section):
     )
     request_ms: int = _bounded(limits.HTTP_REQUEST_MS, (1_000, 600_000), "LIM-H5")
     sessions: int = _bounded(limits.HTTP_SESSIONS, limits.HTTP_SESSIONS_RANGE, "LIM-H6")
-    http2_streams: int = _bounded(limits.HTTP2_STREAMS, limits.HTTP2_STREAMS_RANGE, "LIM-H4")
     handshake_revisions: bool = Field(
         default=True,
         description="REQ-MCP-006 serve the handshake-based revisions (sessions) besides the "

@@ -42,6 +42,7 @@ from rypsok.core.privacy import CredentialMode, find_credentials, mask_credentia
 from rypsok.core.search.aggregate import SearchPipeline, SearchRequest
 
 log = logging.getLogger("rypsok.call")
+query_log = logging.getLogger(logs.QUERIES)
 
 
 class UnknownTool(Exception):
@@ -104,6 +105,16 @@ class Services:
             clock,
         )
         self._specs = self._build_specs()
+        if config.privacy.log_queries:
+            # LIM-P3: an explicit operator choice, said loudly once at start.
+            logs.enable_query_log()
+            logs.event(
+                log,
+                "query_logging_on",
+                logging.WARNING,
+                key="privacy.log_queries",
+                effect="each web_search query is logged at debug level (credentials masked)",
+            )
         self._operations: dict[str, Operation] = {
             contract.WEB_SEARCH: self._web_search,
             contract.WEB_FETCH: self._web_fetch,
@@ -256,6 +267,13 @@ class Services:
         )
         return text
 
+    def _log_query(self, query: str) -> None:
+        """The query at debug level, only by the operator's choice (LIM-P3, REQ-PRIV-004)."""
+        if self.config.privacy.log_queries:
+            findings = find_credentials(query)  # in warn mode the query went out as given
+            shown = mask_credentials(query, findings) if findings else query
+            logs.event(query_log, "query", logging.DEBUG, tool=contract.WEB_SEARCH, query=shown)
+
     # -- the operations -------------------------------------------------------------------
 
     async def _web_search(
@@ -263,6 +281,7 @@ class Services:
     ) -> contract.WebSearchOutput:
         query = contract.check_text_length("query", args["query"], limits.QUERY_MAX_CHARS)
         query = self._screen(contract.WEB_SEARCH, query, call.notices)
+        self._log_query(query)
         request = SearchRequest(
             query=query,
             category=Category(args["category"]),
