@@ -27,6 +27,7 @@ generated from `ToolSpec`s here; the MCP adapter only translates them
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -394,17 +395,38 @@ def _check_value(spec: ToolSpec, param: Param, value: object) -> str | int | boo
     return value
 
 
+# A name the caller may see repeated: short plain ASCII, so it can carry no
+# instruction or markup back into the caller's context (REQ-SEC-001).
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_]{1,40}")
+
+
+def _unknown_parameter(spec: ToolSpec, unknown: list[str], valid: list[str]) -> ToolError:
+    """Name the first unknown parameter when it is a plain identifier (CLR-5)."""
+    valid_text = ", ".join(valid) or "none"
+    more = f" (and {len(unknown) - 1} more unknown)" if len(unknown) > 1 else ""
+    name = unknown[0]
+    if _PLAIN_NAME.fullmatch(name):
+        return _invalid(
+            f"{spec.name} does not take a parameter named '{name}'{more}. "
+            f"Valid parameters: {valid_text}.",
+            parameter=name,
+            valid_values=valid,
+        )
+    return _invalid(
+        f"{spec.name} got a parameter whose name is not an identifier (letters, digits and _, "
+        f"at most 40 characters), so it is not repeated here{more}. "
+        f"Valid parameters: {valid_text}.",
+        valid_values=valid,
+    )
+
+
 def validate_arguments(spec: ToolSpec, arguments: Mapping[str, object] | None) -> dict[str, Any]:
     """Checked arguments with defaults filled in, or ToolError(invalid_request)."""
     arguments = arguments or {}
     known = {p.name: p for p in spec.params}
     unknown = [name for name in arguments if name not in known]
     if unknown:
-        valid = ", ".join(known) or "none"
-        raise _invalid(
-            f"{spec.name} got a parameter it does not take. Valid parameters: {valid}.",
-            valid_values=list(known),
-        )
+        raise _unknown_parameter(spec, unknown, list(known))
     checked: dict[str, Any] = {}
     for param in spec.params:
         if param.name not in arguments or arguments[param.name] is None:
