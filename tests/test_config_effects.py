@@ -71,6 +71,7 @@ READERS: dict[str, tuple[str, str]] = {
     "egress.proxy": ("core/services.py", "config.egress"),
     "privacy.credential_check": ("core/services.py", "self.config.privacy"),
     "privacy.log_queries": ("core/services.py", "self.config.privacy"),
+    "logging.metrics_interval_s": ("core/services.py", "self.config.logging"),
     "output.structured_content": ("mcp/server.py", "services.config.output"),
     "tools.engine_status": ("core/services.py", "self.config.tools"),
     "operator.contact": ("core/services.py", "config.operator"),

@@ -27,6 +27,8 @@ from rypsok.core import limits
 
 SCHEMA_VERSION = 1
 CONFIG_ENV = "RYPSOK_CONFIG"
+# Not a limit of the limits table: how often the counters leave the process.
+METRICS_INTERVAL_S = 300
 
 
 class ConfigError(Exception):
@@ -262,6 +264,15 @@ class PrivacyConfig(_Section):
     )
 
 
+class LoggingConfig(_Section):
+    metrics_interval_s: int = Field(
+        default=METRICS_INTERVAL_S,
+        ge=0,
+        le=86_400,
+        description="REQ-OBS-008 seconds between `metrics` summary log lines; 0 = only at shutdown",
+    )
+
+
 class OutputConfig(_Section):
     structured_content: bool = Field(
         default=True, description="REQ-MCP-011 send structuredContent besides the JSON text"
@@ -354,6 +365,7 @@ class Config(_Section):
     fetch: FetchConfig = FetchConfig()
     egress: EgressConfig = EgressConfig()
     privacy: PrivacyConfig = PrivacyConfig()
+    logging: LoggingConfig = LoggingConfig()
     output: OutputConfig = OutputConfig()
     tools: ToolsConfig = ToolsConfig()
     operator: OperatorConfig = OperatorConfig()

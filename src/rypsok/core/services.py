@@ -43,6 +43,7 @@ from rypsok.core.search.aggregate import SearchPipeline, SearchRequest
 
 log = logging.getLogger("rypsok.call")
 query_log = logging.getLogger(logs.QUERIES)
+metrics_log = logging.getLogger("rypsok.metrics")
 
 
 class UnknownTool(Exception):
@@ -90,6 +91,8 @@ class Services:
     ) -> None:
         self.config = config
         self.metrics = Metrics()
+        self._clock = clock
+        self._started = clock()
         self.engines: list[tuple[Driver, bool]] = registry.configured_engines(config)
         self.egress = egress or build_egress(config)
         self.search_pipeline = SearchPipeline(
@@ -329,6 +332,23 @@ class Services:
         if not enabled or not driver.active or breaker is None:
             return contract.EngineState.DISABLED
         return contract.EngineState(breaker.state.value)
+
+    # -- metrics leave the process as log lines (REQ-OBS-008) ---------------------------------
+
+    def log_metrics(self, reason: str) -> None:
+        """One `metrics` line: counts and medians since start, no query, URL or key."""
+        uptime_s = round(self._clock() - self._started, 1)
+        logs.event(metrics_log, "metrics", reason=reason, uptime_s=uptime_s,
+                   **self.metrics.summary())  # fmt: skip
+
+    async def report_metrics(self) -> None:
+        """A `metrics` line every `logging.metrics_interval_s`; with 0 only shutdown logs one."""
+        interval_s = self.config.logging.metrics_interval_s
+        if interval_s == 0:
+            return
+        while True:
+            await anyio.sleep(interval_s)
+            self.log_metrics("interval")
 
     async def aclose(self) -> None:
         """Release what the process holds (connections, tasks)."""

@@ -726,7 +726,11 @@ async def serve_http(
             request_ms=plan.request_ms,
         )
         with sock:
-            await server.serve(sockets=[sock])
+            async with anyio.create_task_group() as group:
+                group.start_soon(services.report_metrics)
+                await server.serve(sockets=[sock])
+                group.cancel_scope.cancel()
     finally:
         with anyio.move_on_after(CLOSE_GRACE_S, shield=True):
             await services.aclose()
+        services.log_metrics("shutdown")
