@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -155,10 +156,12 @@ def test_unknown_parameter_name_that_is_no_identifier_is_not_echoed(name: str) -
 def test_defaults_are_filled_in_and_stated_in_schema() -> None:
     """REQ-SEARCH-003, REQ-FETCH-003: defaults come from the schema (CLR-9)."""
     checked = validate_arguments(SPECS[0], {"query": "x"})
-    assert checked == {"query": "x", "category": "general", "max_results": 10,
-                       "language": "en", "time_range": None}  # fmt: skip
+    assert checked == contract.WebSearchArguments(
+        query="x", category="general", max_results=10, language="en", time_range=None
+    )
     fetch = validate_arguments(SPECS[1], {"url": "https://example.org/"})
-    assert fetch["max_chars"] == 20_000 and fetch["start_char"] == 0
+    assert isinstance(fetch, contract.WebFetchArguments)
+    assert fetch.max_chars == 20_000 and fetch.start_char == 0
     error = refusal(SPECS[1], {"url": "https://e.org/", "max_chars": 100_001}).info
     assert "100000" in error.message
 
@@ -194,3 +197,17 @@ def test_operator_can_remove_engine_status() -> None:
     """REQ-STATUS-003: with [tools] engine_status = false the tool is not listed."""
     services = Services(config_from({"tools": {"engine_status": False}}))
     assert [t.name for t in services.tools()] == ["web_search", "web_fetch"]
+
+
+@pytest.mark.req("REQ-MCP-004", "REQ-ARCH-001")
+def test_each_production_tool_has_a_frozen_argument_type_with_its_parameters() -> None:
+    """REQ-MCP-004: validate_arguments returns the tool's own frozen type, fields = params."""
+    for spec in Services(config_from({})).tools():
+        fields = [f.name for f in dataclasses.fields(spec.arguments_type)]
+        assert fields == [p.name for p in spec.params], spec.name
+        checked = validate_arguments(spec, {p.name: p.default or "x" for p in spec.params
+                                            if p.required})  # fmt: skip
+        assert type(checked) is spec.arguments_type
+        if fields:
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(checked, fields[0], None)

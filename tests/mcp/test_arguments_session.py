@@ -63,3 +63,23 @@ async def test_several_unknown_parameters_say_how_many_more() -> None:
     """REQ-MCP-004: the first unknown one is named and the rest are counted."""
     error = await refused("web_search", {"query": "x", "colour": 1, "size": 2})
     assert "named 'colour' (and 1 more unknown)" in error["message"]
+
+
+@pytest.mark.req("REQ-MCP-004", "REQ-SEARCH-001", "REQ-FETCH-001")
+@pytest.mark.parametrize(
+    ("tool", "arguments", "name", "maximum"),
+    [
+        # Padding is counted: maxLength in the schema is about the value as sent.
+        ("web_search", {"query": " " * 10 + "q" * limits.QUERY_MAX_CHARS}, "query",
+         limits.QUERY_MAX_CHARS),
+        ("web_fetch", {"url": "https://example.org/" + "p" * limits.URL_MAX_CHARS}, "url",
+         limits.URL_MAX_CHARS),
+    ],
+)  # fmt: skip
+async def test_max_length_of_the_schema_is_enforced_by_the_validator(
+    tool: str, arguments: dict[str, Any], name: str, maximum: int
+) -> None:
+    """REQ-MCP-004: a string over its schema's maxLength is refused naming the bound."""
+    error = await refused(tool, arguments)
+    assert error["message"] == f"{name} must have at most {maximum} characters."
+    assert error["detail"] == {"parameter": name, "maximum": maximum}

@@ -163,7 +163,9 @@ class EngineHealth(_Wire):
     median_latency_ms: int | None
 
 
-class _Envelope(_Wire):
+class Envelope(_Wire):
+    """The object every tool answers with; each tool's output model adds its data fields."""
+
     outcome: Outcome
     notices: list[Notice] = []
     error: ErrorInfo | None = None
@@ -173,11 +175,11 @@ class _Envelope(_Wire):
         return self.model_dump(mode="json", exclude_none=True)
 
 
-class WebSearchOutput(_Envelope):
+class WebSearchOutput(Envelope):
     results: list[SearchResult] | None = None
 
 
-class WebFetchOutput(_Envelope):
+class WebFetchOutput(Envelope):
     url: str | None = Field(
         default=None, max_length=limits.URL_MAX_CHARS, json_schema_extra=EXTERNAL
     )
@@ -186,7 +188,7 @@ class WebFetchOutput(_Envelope):
     next_start_char: int | None = None
 
 
-class EngineStatusOutput(_Envelope):
+class EngineStatusOutput(Envelope):
     engines: list[EngineHealth] | None = None
 
     def wire(self) -> dict[str, Any]:
@@ -207,6 +209,33 @@ class ToolError(Exception):
         self.info = ErrorInfo(
             kind=kind, message=bounded_message(message), detail=ErrorDetail(**detail)
         )
+
+
+# -- checked arguments, one type per tool (REQ-MCP-004) ----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WebSearchArguments:
+    query: str  # at most LIM-S1 characters as given; trimming is the service's
+    category: str
+    max_results: int
+    language: str | None  # the caller's, else the operator's default language
+    time_range: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WebFetchArguments:
+    url: str  # at most LIM-F9 characters as given
+    max_chars: int
+    start_char: int
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStatusArguments:
+    pass
+
+
+ToolArguments = WebSearchArguments | WebFetchArguments | EngineStatusArguments
 
 
 # -- tool specifications --------------------------------------------------------------------
@@ -247,7 +276,8 @@ class ToolSpec:
     title: str
     description: str
     params: tuple[Param, ...]
-    output_model: type[_Envelope]
+    output_model: type[Envelope]
+    arguments_type: type[ToolArguments]
     open_world: bool
     annotations: Mapping[str, bool] = field(default_factory=dict)
 
@@ -317,6 +347,7 @@ def web_search_spec(
         ),
         params=tuple(params),
         output_model=WebSearchOutput,
+        arguments_type=WebSearchArguments,
         open_world=True,
     )
 
@@ -343,6 +374,7 @@ def web_fetch_spec(max_chars_default: int, max_chars_ceiling: int) -> ToolSpec:
         ),
         params=params,
         output_model=WebFetchOutput,
+        arguments_type=WebFetchArguments,
         open_world=True,
     )
 
@@ -358,6 +390,7 @@ def engine_status_spec() -> ToolSpec:
         ),
         params=(),
         output_model=EngineStatusOutput,
+        arguments_type=EngineStatusArguments,
         open_world=False,
     )
 
@@ -387,6 +420,13 @@ def _check_value(spec: ToolSpec, param: Param, value: object) -> str | int | boo
         return value
     if not isinstance(value, str):
         raise _invalid(f"{name} must be a string.", parameter=name)
+    if param.max_length is not None and len(value) > param.max_length:
+        # The schema's maxLength counts code points of the value as sent (LIM-U1).
+        raise _invalid(
+            f"{name} must have at most {param.max_length} characters.",
+            parameter=name,
+            maximum=param.max_length,
+        )
     if param.enum is not None and value not in param.enum:
         valid = ", ".join(param.enum) or "(none configured)"
         raise _invalid(
@@ -420,8 +460,8 @@ def _unknown_parameter(spec: ToolSpec, unknown: list[str], valid: list[str]) -> 
     )
 
 
-def validate_arguments(spec: ToolSpec, arguments: Mapping[str, object] | None) -> dict[str, Any]:
-    """Checked arguments with defaults filled in, or ToolError(invalid_request)."""
+def validate_arguments(spec: ToolSpec, arguments: Mapping[str, object] | None) -> ToolArguments:
+    """The tool's typed arguments with defaults filled in, or ToolError(invalid_request)."""
     arguments = arguments or {}
     known = {p.name: p for p in spec.params}
     unknown = [name for name in arguments if name not in known]
@@ -435,7 +475,8 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, object] | None) -
             checked[param.name] = param.default
             continue
         checked[param.name] = _check_value(spec, param, arguments[param.name])
-    return checked
+    # The params and the argument type's fields are the same names (a test holds them equal).
+    return spec.arguments_type(**checked)
 
 
 def check_text_length(name: str, text: str, max_chars: int) -> str:

@@ -65,7 +65,9 @@ class CallContext:
     notices: list[Notice]
 
 
-Operation = Callable[[dict[str, Any], CallContext], Awaitable[contract._Envelope]]
+# Each operation takes its tool's own argument type; the table is keyed by tool name,
+# and `validate_arguments` builds the type the tool's spec names.
+Operation = Callable[[Any, CallContext], Awaitable[contract.Envelope]]
 
 _CREDENTIAL_NAMES = {
     contract.WEB_SEARCH: ("query", "The query"),
@@ -173,7 +175,7 @@ class Services:
 
     async def _answer(
         self, spec: ToolSpec, arguments: Mapping[str, object] | None, caller: str
-    ) -> contract._Envelope:
+    ) -> contract.Envelope:
         started = time.monotonic()
         notices: list[Notice] = []
         try:
@@ -208,7 +210,7 @@ class Services:
                 retryable=True,
             )
 
-    def _record(self, tool: str, started: float, response: contract._Envelope) -> None:
+    def _record(self, tool: str, started: float, response: contract.Envelope) -> None:
         elapsed_ms = (time.monotonic() - started) * 1000.0
         error = response.error
         self.metrics.call_finished(tool, elapsed_ms, error.kind.value if error else None)
@@ -280,20 +282,20 @@ class Services:
     # -- the operations -------------------------------------------------------------------
 
     async def _web_search(
-        self, args: dict[str, Any], call: CallContext
+        self, args: contract.WebSearchArguments, call: CallContext
     ) -> contract.WebSearchOutput:
-        query = contract.check_text_length("query", args["query"], limits.QUERY_MAX_CHARS)
+        query = contract.check_text_length("query", args.query, limits.QUERY_MAX_CHARS)
         query = self._screen(contract.WEB_SEARCH, query, call.notices)
         self._log_query(query)
         request = SearchRequest(
             query=query,
-            category=Category(args["category"]),
-            max_results=args["max_results"],
+            category=Category(args.category),
+            max_results=args.max_results,
             # The operator's default language is a preference passed to engines that
             # take one; only a language the caller asked for skips other engines.
-            language=args["language"] if "language" in call.given else None,
-            preferred_language=args["language"],
-            time_range=TimeRange(args["time_range"]) if args["time_range"] else None,
+            language=args.language if "language" in call.given else None,
+            preferred_language=args.language,
+            time_range=TimeRange(args.time_range) if args.time_range else None,
             caller=call.caller,
         )
         ceiling_s = self.config.search.ceiling_ms / 1000.0
@@ -308,14 +310,16 @@ class Services:
             retryable=True,
         )
 
-    async def _web_fetch(self, args: dict[str, Any], call: CallContext) -> contract.WebFetchOutput:
-        url = contract.check_text_length("url", args["url"], limits.URL_MAX_CHARS)
+    async def _web_fetch(
+        self, args: contract.WebFetchArguments, call: CallContext
+    ) -> contract.WebFetchOutput:
+        url = contract.check_text_length("url", args.url, limits.URL_MAX_CHARS)
         url = self._screen(contract.WEB_FETCH, url, call.notices)
-        request = FetchRequest(url=url, max_chars=args["max_chars"], start_char=args["start_char"])
+        request = FetchRequest(url=url, max_chars=args.max_chars, start_char=args.start_char)
         return await self.fetch_pipeline.fetch(request, call.notices)
 
     async def _engine_status(
-        self, args: dict[str, Any], call: CallContext
+        self, args: contract.EngineStatusArguments, call: CallContext
     ) -> contract.EngineStatusOutput:
         engines = [
             contract.EngineHealth(
