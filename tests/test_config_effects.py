@@ -20,9 +20,16 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import stdio_client
 
-from rypsok.core.config import reference_rows
+from rypsok.core.config import ConfigError, reference_rows
 from tests.fakes.provider_server import ProviderServer, Route
-from tests.support import ENGINE_PATHS, OK_FIXTURES, engines_toml, stdio_params, write_config
+from tests.support import (
+    ENGINE_PATHS,
+    OK_FIXTURES,
+    config_from,
+    engines_toml,
+    stdio_params,
+    write_config,
+)
 
 SRC = pathlib.Path(__file__).resolve().parents[1] / "src" / "rypsok"
 
@@ -140,10 +147,12 @@ def test_each_reader_reads_its_key(key: str) -> None:
     assert (receiver, attribute) in attribute_reads(module), (key, module, receiver)
 
 
-@pytest.mark.req("REQ-CFG-001")
+@pytest.mark.req("REQ-CFG-001", "REQ-CFG-005")
 def test_removed_keys_are_refused() -> None:
-    """REQ-CFG-001: http.http2_streams (HTTP/2 is not served) is no longer accepted."""
+    """REQ-CFG-001, REQ-CFG-005: http.http2_streams (HTTP/2 is not served) is refused."""
     assert "http.http2_streams" not in {row[0] for row in reference_rows()}
+    with pytest.raises(ConfigError, match=r"unknown key 'http\.http2_streams'"):
+        config_from({"http": {"http2_streams": 100}})
 
 
 def stderr_events(path: pathlib.Path) -> list[dict[str, object]]:

@@ -21,41 +21,10 @@ SPECS = [
 ]
 
 
-def definitions_size(specs: list[contract.ToolSpec]) -> int:
-    """LIM-I1 counts compact JSON of names, descriptions, input schemas, plus instructions."""
-    parts = [
-        {"name": s.name, "description": s.description, "inputSchema": s.input_schema()}
-        for s in specs
-    ]
-    return len(json.dumps(parts, separators=(",", ":"), ensure_ascii=False)) + len(
-        contract.INSTRUCTIONS
-    )
-
-
 def refusal(spec: contract.ToolSpec, arguments: dict[str, Any]) -> ToolError:
     with pytest.raises(ToolError) as caught:
         validate_arguments(spec, arguments)
     return caught.value
-
-
-@pytest.mark.req("REQ-MCP-008")
-def test_tool_definitions_fit_the_budget() -> None:
-    """REQ-MCP-008: names, descriptions, input schemas and instructions within LIM-I1."""
-    size = definitions_size(SPECS)
-    assert size <= limits.TOOL_DEFINITIONS_MAX_CHARS, size
-
-
-@pytest.mark.req("REQ-MCP-008")
-def test_input_schemas_are_flat_and_small() -> None:
-    """REQ-MCP-008: at most LIM-I2 parameters, flat primitives and enumerations (LIM-I3)."""
-    for spec in SPECS:
-        schema = spec.input_schema()
-        assert schema["type"] == "object" and schema["additionalProperties"] is False
-        assert len(schema["properties"]) <= limits.PARAMETERS_PER_TOOL
-        for prop in schema["properties"].values():
-            assert prop["type"] in limits.INPUT_SCHEMA_TYPES
-            assert set(prop) <= {"type", "description", "enum", "default", "minimum",
-                                 "maximum", "maxLength"}  # fmt: skip
 
 
 @pytest.mark.req("REQ-MCP-011", "REQ-CTX-002")

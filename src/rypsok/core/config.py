@@ -27,6 +27,8 @@ from rypsok.core import limits
 
 SCHEMA_VERSION = 1
 CONFIG_ENV = "RYPSOK_CONFIG"
+# ISO 639-1 has 183 codes; one spare keeps a new code from being refused.
+LANGUAGES_MAX = 184
 # Not a limit of the limits table: how often the counters leave the process.
 METRICS_INTERVAL_S = 300
 
@@ -121,7 +123,9 @@ class SearchConfig(_Section):
         default=(), description="engine ids, most preferred first; others follow in default order"
     )
     languages: StrList = Field(
-        default=("en",), description="languages callers may ask for (ISO 639-1)"
+        default=("en",),
+        description="languages callers may ask for (ISO 639-1), each once, at most "
+        f"{LANGUAGES_MAX}",
     )
     default_language: str | None = Field(
         default=None, description="language used when the caller gives none; none = no selection"
@@ -151,6 +155,12 @@ class SearchConfig(_Section):
         for code in value:
             if not (len(code) == 2 and code.isascii() and code.islower() and code.isalpha()):
                 raise ValueError("each language must be a two-letter ISO 639-1 code")
+        if len(set(value)) != len(value):
+            raise ValueError("each language may appear once")
+        # Every code is an enumeration value of web_search's schema: the bound keeps the
+        # tool definitions within LIM-I1 however many languages are listed (REQ-MCP-008).
+        if len(value) > LANGUAGES_MAX:
+            raise ValueError(f"at most {LANGUAGES_MAX} languages (ISO 639-1 has 183 codes)")
         return value
 
 
