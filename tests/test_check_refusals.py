@@ -46,6 +46,16 @@ REFUSALS = {
     "proxy-bad-port": Refusal(
         'schema_version = 1\n[egress]\nproxy = "http://proxy.example:99999"\n', "egress.proxy"
     ),
+    "egress-rule-host-bits-set": Refusal(
+        'schema_version = 1\n[egress]\nallow = ["127.0.0.0/8", "10.0.0.1/8"]\n',
+        "egress.allow",
+        bound="entry 1 is not a network",
+    ),
+    "egress-rule-not-a-name": Refusal(
+        'schema_version = 1\n[egress]\ndeny = ["tracker example"]\n',
+        "egress.deny",
+        bound="entry 0 is neither a network nor a host name",
+    ),
     "schema-version-boolean": Refusal("schema_version = true\n", "schema_version"),
     "schema-version-float": Refusal("schema_version = 1.0\n", "schema_version"),
     "preference-duplicate": Refusal(

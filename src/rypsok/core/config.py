@@ -14,8 +14,10 @@ fails when the two differ.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import pathlib
+import re
 import tomllib
 import urllib.parse
 from collections.abc import Iterator, Mapping
@@ -232,9 +234,43 @@ class FetchConfig(_Section):
         return value
 
 
+# A host rule: an ASCII name (A-labels for IDNs), or ".name" for it and its subdomains.
+_HOST_RULE = re.compile(
+    r"\.?(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)"
+    r"(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*",
+    re.IGNORECASE,
+)
+
+
+def _rule_problem(text: str) -> str | None:
+    """Why an egress rule would not do what it says, or None (the egress layer reads it)."""
+    try:
+        ipaddress.ip_network(text, strict=True)
+    except ValueError:
+        pass
+    else:
+        return None
+    if "/" in text or ":" in text or text.replace(".", "").isdigit():
+        # Without this, '10.0.0.1/8' (host bits set) became a host name matching nothing.
+        return "is not a network: give an address or CIDR with the host bits zero (10.0.0.0/8)"
+    if not _HOST_RULE.fullmatch(text.rstrip(".")):
+        return "is neither a network nor a host name (ASCII, xn-- for IDNs; '.name' for subdomains)"
+    return None
+
+
 class EgressConfig(_Section):
     allow: StrList = Field(default=(), description="CIDR or host rules that allow")
     deny: StrList = Field(default=(), description="CIDR or host rules that deny; win")
+
+    @field_validator("allow", "deny")
+    @classmethod
+    def _rules_say_what_they_mean(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for index, rule in enumerate(value):
+            problem = _rule_problem(rule)
+            if problem is not None:
+                raise ValueError(f"entry {index} {problem}")
+        return value
+
     proxy: str | None = Field(
         default=None,
         description="REQ-RES-008 http:// or https:// proxy for engine requests; no credentials "

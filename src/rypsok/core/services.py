@@ -361,16 +361,21 @@ class Services:
 
 def build_egress(config: Config) -> EgressClient:
     """The process's egress client; ConfigError naming the keys when it cannot be built."""
+    # The egress layer's own words name what is wrong and never echo a value.
+    try:
+        rules = EgressRules.from_strings(allow=config.egress.allow, deny=config.egress.deny)
+    except ValueError as exc:
+        raise ConfigError(f"key 'egress.allow' or 'egress.deny': {exc}") from None
     try:
         return EgressClient(
             user_agent=user_agent(config.operator.contact),
-            rules=EgressRules.from_strings(allow=config.egress.allow, deny=config.egress.deny),
+            rules=rules,
             proxy=config.egress.proxy,
             fetch_allow_http=config.fetch.allow_http,
             fetch_extra_ports=config.fetch.ports,
         )
-    except ValueError as exc:  # the client's own words: they name what is wrong, no value
-        raise ConfigError(f"key 'egress.proxy' or 'operator.contact': {exc}") from None
+    except ValueError as exc:  # the proxy URL (operator.contact is checked by the schema)
+        raise ConfigError(f"key 'egress.proxy': {exc}") from None
 
 
 def load_configuration(path: str | None) -> Config:
