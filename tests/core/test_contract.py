@@ -11,7 +11,7 @@ import pytest
 
 from rypsok.core import contract, limits
 from rypsok.core.contract import ErrorKind, Outcome, ToolError, validate_arguments
-from rypsok.core.services import Services
+from rypsok.core.services import OPERATIONS, Services
 from tests.support import config_from
 
 SPECS = [
@@ -177,6 +177,7 @@ def test_each_production_tool_has_a_frozen_argument_type_with_its_parameters() -
         checked = validate_arguments(spec, {p.name: p.default or "x" for p in spec.params
                                             if p.required})  # fmt: skip
         assert type(checked) is spec.arguments_type
+        assert OPERATIONS[spec.arguments_type] == spec.name  # the service runs this type
         if fields:
             with pytest.raises(dataclasses.FrozenInstanceError):
                 setattr(checked, fields[0], None)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 import anyio
 
@@ -65,9 +65,13 @@ class CallContext:
     notices: list[Notice]
 
 
-# Each operation takes its tool's own argument type; the table is keyed by tool name,
-# and `validate_arguments` builds the type the tool's spec names.
-Operation = Callable[[Any, CallContext], Awaitable[contract.Envelope]]
+# The application services, by the argument type `validate_arguments` builds for each
+# tool; `_run` dispatches on the same types (decision 6: one tool per operation).
+OPERATIONS: Mapping[type[contract.ToolArguments], str] = {
+    contract.WebSearchArguments: contract.WEB_SEARCH,
+    contract.WebFetchArguments: contract.WEB_FETCH,
+    contract.EngineStatusArguments: contract.ENGINE_STATUS,
+}
 
 _CREDENTIAL_NAMES = {
     contract.WEB_SEARCH: ("query", "The query"),
@@ -120,11 +124,6 @@ class Services:
                 key="privacy.log_queries",
                 effect="each web_search query is logged at debug level (credentials masked)",
             )
-        self._operations: dict[str, Operation] = {
-            contract.WEB_SEARCH: self._web_search,
-            contract.WEB_FETCH: self._web_fetch,
-            contract.ENGINE_STATUS: self._engine_status,
-        }
 
     # -- what the adapter lists -----------------------------------------------------------
 
@@ -155,7 +154,7 @@ class Services:
 
     def operations(self) -> frozenset[str]:
         """The application services offered; each has a tool (decision 6)."""
-        return frozenset(self._operations)
+        return frozenset(OPERATIONS.values())
 
     # -- one call -------------------------------------------------------------------------
 
@@ -182,7 +181,7 @@ class Services:
             self._admit(spec.name, caller)
             checked = contract.validate_arguments(spec, arguments)
             context = CallContext(caller, frozenset(arguments or ()), notices)
-            response = await self._operations[spec.name](checked, context)
+            response = await self._run(checked, context)
         except ToolError as refusal:
             response = spec.output_model(outcome=Outcome.ERROR, notices=notices, error=refusal.info)
         except Exception as exc:  # any other failure is ours, never the caller's to read
@@ -198,6 +197,19 @@ class Services:
             )
         self._record(spec.name, started, response)
         return response
+
+    async def _run(
+        self, arguments: contract.ToolArguments, context: CallContext
+    ) -> contract.Envelope:
+        match arguments:
+            case contract.WebSearchArguments():
+                return await self._web_search(arguments, context)
+            case contract.WebFetchArguments():
+                return await self._web_fetch(arguments, context)
+            case contract.EngineStatusArguments():
+                return await self._engine_status(arguments, context)
+            case _:
+                assert_never(arguments)
 
     def _admit(self, tool: str, caller: str) -> None:
         retry_ms = self._limiter.admit(tool, caller)
