@@ -2,8 +2,13 @@
 
 Exit codes: 0 success, 1 configuration error, 2 usage error. `serve` writes
 nothing to standard output but MCP messages; diagnostics are JSON lines on
-standard error. `check` reports to standard output for a person, and checks
-the HTTP mode's configuration too when the file has an `[http]` table.
+standard error. `check` builds everything `serve` builds before it listens
+(the services with their egress client, proxy and engines; with an `[http]`
+table the HTTP plan and the TLS context), so a configuration `check` accepts
+starts, and one `serve` refuses is refused by `check` with the same message.
+It reports to standard output for a person. A configuration problem ends
+either command with exit 1 and one `configuration_refused` line, never a
+traceback.
 """
 
 from __future__ import annotations
