@@ -645,6 +645,11 @@ VARIANT_CASES.update(
             synthetic(ALNUM, 30, "cli token"),
             " -no-color",
         ),
+        "token_in_url_fragment": Case(
+            K.SECRET_PARAMETER,
+            "https://app.example.com/callback#token=",
+            synthetic(B64URL, 40, "fragment token"),
+        ),
         "percent_encoded_token_parameter": Case(
             K.SECRET_PARAMETER,
             "https://example.com/login?next=%2Fhome%3Ftoken%3D",

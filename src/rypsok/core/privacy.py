@@ -737,7 +737,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _rule(
         _K.ATLASSIAN_API_TOKEN,
-        _S + r"AT(?:ATT|CTT)3(?P<body>[A-Za-z0-9_=-]{150,250}+)" + r"(?![A-Za-z0-9_=-])",
+        _S + r"ATATT3(?P<body>[A-Za-z0-9_=-]{150,250}+)" + r"(?![A-Za-z0-9_=-])",
         _token(both_cases=True, digit=True),
     ),
     _rule(
@@ -886,11 +886,11 @@ _RULES: tuple[_Rule, ...] = (
         re.IGNORECASE,
     ),
     # Broad names (`token=`, `key=`, `sig=` of an Azure SAS, `X-Amz-Signature=`): the
-    # whole parameter name, after `?`, `&`, `;`, a blank, a quote or `--`, and a value
+    # whole parameter name, after `?`, `&`, `#`, `;`, a blank, a quote or `--`, and a value
     # that must look generated, since such names also carry words and ids.
     _rule(
         _K.SECRET_PARAMETER,
-        r"(?<![^?&;\s\"'])(?:--)?+(?P<name>(?:x-(?:amz|goog)-)?(?:"
+        r"(?<![^?&#;\s\"'])(?:--)?+(?P<name>(?:x-(?:amz|goog)-)?(?:"
         + r"(?:access|auth|id|session|security|bearer|api|private|refresh|oauth)?[_-]?token"
         + r"|(?:api|access|auth|secret|private|session|subscription|license)?[_-]?key"
         + r"|(?:client|api|app|consumer|shared)?[_-]?secret"
