@@ -193,7 +193,7 @@ _MIN_GENERATED_ENTROPY_BITS = 2.75
 _MIN_CLASS_CHANGE_RATIO = 0.2
 # Wald-Wolfowitz runs test on the letter/digit sequence: random characters alternate
 # about as often as chance says; names clump ("GoogleMapsDemo2024": z = -4). Below
-# this z score the value is a name (a random value falls below it about 0.6 % of times).
+# this z score the value is a name (random values fall below it well under 1 % of times).
 _MIN_RUNS_Z_SCORE = -3.0
 # Generated values are letters and digits with few separators; a version string or a
 # slug ("python-3.11.7-amd64-full") has many. Base64's "+/=" do not count.
