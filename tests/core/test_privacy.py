@@ -895,6 +895,31 @@ def test_each_added_format_is_found_as_a_url_parameter(kind: CredentialKind) -> 
 
 
 @pytest.mark.req("REQ-PRIV-002")
+@pytest.mark.parametrize("variant", ["openai_project_documented_shape", "openai_service_account"])
+def test_openai_project_and_service_account_keys_are_found_as_url_parameters(
+    variant: str,
+) -> None:
+    """REQ-PRIV-002: OpenAI's project and service-account keys in a query string are named."""
+    value = VARIANT_CASES[variant].value
+    prefix = "https://proxy.example.com/v1/chat?model=x&key="
+    assert find_credentials(prefix + value) == (
+        CredentialFinding(K.OPENAI_API_KEY, len(prefix), len(value)),
+    )
+
+
+@pytest.mark.req("REQ-PRIV-002")
+def test_a_percent_encoded_putty_key_in_a_url_is_found_from_its_private_part() -> None:
+    """REQ-PRIV-002: a PuTTY key file pasted into a URL is found; its public part stays."""
+    prefix = "https://paste.example/new?text="
+    encoded = quote(PUTTY_FILE, safe="")
+    private = quote(PUTTY_PRIVATE, safe="")
+    start = len(prefix) + encoded.index(private)
+    assert find_credentials(prefix + encoded) == (
+        CredentialFinding(K.PRIVATE_KEY, start, len(private)),
+    )
+
+
+@pytest.mark.req("REQ-PRIV-002")
 @pytest.mark.parametrize(
     "name",
     ["token", "access_token", "api_key", "apikey", "key", "secret", "password", "auth", "sig",
