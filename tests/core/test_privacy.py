@@ -509,6 +509,12 @@ VARIANT_CASES: dict[str, Case] = {
         "Tr0ub4dor" + synthetic(ALNUM, 6, "ado"),
         ";",
     ),
+    "password_with_a_quote_inside": Case(
+        K.SECRET_PARAMETER, "psql --password=", "Zq8x'" + synthetic(ALNUM, 9, "quote"), " db"
+    ),
+    "quoted_password": Case(
+        K.SECRET_PARAMETER, 'Password="', "Tr0ub4" + synthetic(ALNUM, 8, "quoted"), '";'
+    ),
     "cli_flag_password": Case(
         K.SECRET_PARAMETER, "mysql -u root --password=", "Zq8" + synthetic(ALNUM, 9, "cli")
     ),

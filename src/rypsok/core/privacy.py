@@ -510,11 +510,16 @@ def _credential_header(match: re.Match[str]) -> _Span | None:
     return match.span("value")
 
 
+def _parameter_value(match: re.Match[str]) -> tuple[str, _Span]:
+    """The value of a `name=value` match, without its quotes, and where it is."""
+    group = "quoted" if match.group("quoted") is not None else "value"
+    return match.group(group), match.span(group)
+
+
 def _secret_parameter(match: re.Match[str]) -> _Span | None:
     """A `name=value` whose value looks like a secret rather than a word or a placeholder."""
-    # Quotes around the value belong to the syntax (`password="…"`), not to the secret:
-    # the pattern leaves them out of the value.
-    value = unquote(match.group("value"))
+    raw, span = _parameter_value(match)
+    value = unquote(raw)
     if (
         len(value) < _MIN_PARAMETER_VALUE_CHARS
         or not _has_letter_and_digit(value)
@@ -522,17 +527,18 @@ def _secret_parameter(match: re.Match[str]) -> _Span | None:
         or _is_filler(value)
     ):
         return None
-    return match.span("value")
+    return span
 
 
 def _generated_parameter(match: re.Match[str]) -> _Span | None:
     """A value under a broad credential name, reported only if it looks generated."""
-    value = unquote(match.group("value"))
+    raw, span = _parameter_value(match)
+    value = unquote(raw)
     if match.group("name").lower() in _SIGNATURE_NAMES and _is_signature(value):
-        return match.span("value")
+        return span
     if not _looks_generated(value):
         return None
-    return match.span("value")
+    return span
 
 
 def _is_signature(value: str) -> bool:
@@ -560,6 +566,12 @@ _NOT_IN_HOST = r"(?<![A-Za-z0-9.-])"
 _PEM_LABEL = r"(?:[A-Z0-9]{1,16}[ +]){0,3}PRIVATE[ +]KEY(?:[ +]BLOCK)?"
 _PEM_LINE_BREAK = r"(?:\s|\\[nr])*+"
 _FIELD_SEPARATOR = r"[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?"
+# A parameter value ends at the next `&`, `#`, `;`, `=` (base64 padding excepted) or
+# blank; one that opens with a quote ends at the next quote too (`api_key='…')`), and
+# the quotes belong to the syntax, not to the secret.
+_PARAMETER_VALUE = (
+    r"(?:[\"'`](?P<quoted>[^&#;\s=\"'`]{1,2048}+={0,2})|(?P<value>[^&#;\s=]{1,2048}+={0,2}))"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -881,7 +893,8 @@ _RULES: tuple[_Rule, ...] = (
         _K.SECRET_PARAMETER,
         r"(?<![A-Za-z0-9])(?:pass(?:word|wd)?|client[_-]?secret|api[_-]?key|access[_-]?token"
         + r"|refresh[_-]?token|auth[_-]?token|private[_-]?token|secret[_-]?key|app[_-]?secret"
-        + r"|(?<=;)pwd)=[\"'`]?(?P<value>[^&#;\s=\"'`]{1,2048}+={0,2})",
+        + r"|(?<=;)pwd)="
+        + _PARAMETER_VALUE,
         _secret_parameter,
         re.IGNORECASE,
     ),
@@ -895,7 +908,8 @@ _RULES: tuple[_Rule, ...] = (
         + r"|(?:api|access|auth|secret|private|session|subscription|license)?[_-]?key"
         + r"|(?:client|api|app|consumer|shared)?[_-]?secret"
         + r"|pass(?:word|wd)?|auth|sig|signature|apikey|apitoken))"
-        + r"=[\"'`]?(?P<value>[^&#;\s=\"'`]{1,2048}+={0,2})",
+        + r"="
+        + _PARAMETER_VALUE,
         _generated_parameter,
         re.IGNORECASE,
     ),
