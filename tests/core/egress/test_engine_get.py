@@ -18,6 +18,7 @@ from rypsok.core.egress.client import EgressClient
 from rypsok.core.egress.errors import EgressDenied, EgressTimeout
 from rypsok.core.egress.policy import EgressRules
 from rypsok.core.engines.base import EngineFailure, EngineRequest, EngineResponse, FailureClass
+from rypsok.core.engines.transport import EngineEgress
 
 from .conftest import LocalPKI, ScriptedResolver
 from .servers import ConnectionRecorder, LocalServer, Seen, blackhole_port, respond
@@ -64,7 +65,8 @@ async def engine_get(
     request = EngineRequest(
         url=url, params=params, headers=headers, credential_headers=credential_headers
     )
-    return await client.engine_get(
+    # Through the engine side's translation, as the search pipeline sends it.
+    return await EngineEgress(client).engine_get(
         request,
         explicit_endpoint=explicit,
         max_body_bytes=max_body_bytes,
