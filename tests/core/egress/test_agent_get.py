@@ -97,6 +97,8 @@ async def test_get_only_and_no_caller_headers(make_client: ClientFactory, pki: L
         names = sorted(name.lower() for name, _ in seen.headers)
         assert names == ["accept", "accept-encoding", "connection", "host", "user-agent"]
         assert seen.header("user-agent") == [UA]
+        # Only codings decoded in bounded steps are offered (REQ-SEC-013).
+        assert seen.header("accept-encoding") == ["gzip, deflate, br, zstd"]
 
 
 @pytest.mark.req("REQ-SEC-009")

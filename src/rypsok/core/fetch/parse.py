@@ -146,6 +146,7 @@ def parse_bounded(html: str, *, max_nodes: int, max_depth: int) -> ParsedTree:
         crossing = counter.consume(parser.read_events())
         if crossing is not None or broken:
             break
+    check_cancelled()  # an abandoned call extracts nothing from what was parsed
     root = _finish(parser, counter)
     if crossing is not None:
         _prune_from(crossing)
