@@ -206,9 +206,11 @@ class FetchPipeline:
                     total_timeout_ms=self._config.timeout_ms,
                     truncate=True,
                 )
-            except EgressDenied:
-                # The destination itself is refused: the page would be too.
-                self._note_reachability(origin, reachable=False, refused=True)
+            except EgressDenied as refusal:
+                # The destination itself is refused: the page would be too. A
+                # redirect to a URL past LIM-F9 is merely unreachable.
+                refused = refusal.reason != "url_length"
+                self._note_reachability(origin, reachable=False, refused=refused)
                 return RobotsAnswer(status=None, body=b"")
             except EgressError:
                 self._note_reachability(origin, reachable=False)
