@@ -2,11 +2,15 @@
 
     validation and credential check (services) → strict mode → scheme policy →
     egress policy (LIM-F9 on the URL as sent) → robots.txt → request
-    (connect-time enforcement) → status and media type, from the headers,
-    before any body byte is read → content coding → bounded streaming of the
-    body → redirects (same host only, each hop re-checked) → charset → bounded
-    parse and extraction (off the event loop, at most LIM-C5 at a time) →
-    truncation to max_chars → response
+    (connect-time enforcement) → status (redirects: same host only, each hop
+    re-checked from the start) → media type and content coding, both from
+    the headers before any body byte is read → body, bounded while streaming
+    after decompression → charset → bounded parse and extraction (off the
+    event loop, at most LIM-C5 at a time) → truncation to max_chars → response
+
+The media type is judged before the byte limit, not after it as REQ-PAGE-001
+lists them: issue 9 asks that a 6 MiB PDF end unsupported_content, and
+reading a body only to refuse its type would spend LIM-F3 on nothing.
 
 Every step that refuses ends the call with one error of the contract; no
 external text reaches an error except a redirect's location and an
