@@ -35,6 +35,7 @@ from rypsok.core.egress.client import EgressClient
 from rypsok.core.egress.policy import EgressRules
 from rypsok.core.engines import registry
 from rypsok.core.engines.base import Category, Driver, TimeRange
+from rypsok.core.engines.transport import EngineEgress
 from rypsok.core.fetch.pipeline import FetchPipeline, FetchRequest
 from rypsok.core.invocation import InvocationLimiter
 from rypsok.core.metrics import Metrics
@@ -102,7 +103,7 @@ class Services:
         self.engines: list[tuple[Driver, bool]] = registry.configured_engines(config)
         self.egress = egress or build_egress(config)
         self.search_pipeline = SearchPipeline(
-            self.active_engines(), self.egress, config, self.metrics, clock
+            self.active_engines(), EngineEgress(self.egress), config, self.metrics, clock
         )
         self.fetch_pipeline = FetchPipeline(self.egress, config, clock)
         self._limiter = InvocationLimiter(

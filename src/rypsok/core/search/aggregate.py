@@ -69,7 +69,7 @@ _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 class EngineTransport(Protocol):
-    """What the pipeline needs of egress (rypsok.core.egress.client.EgressClient)."""
+    """What the pipeline needs to send a request (rypsok.core.engines.transport.EngineEgress)."""
 
     async def engine_get(
         self,
