@@ -59,7 +59,7 @@ READERS: dict[str, tuple[str, str]] = {
     "fetch.allow_http": ("core/services.py", "config.fetch"),
     "fetch.ports": ("core/services.py", "config.fetch"),
     "fetch.robots_txt": ("core/fetch/pipeline.py", "config.fetch"),
-    "fetch.strict": ("core/fetch/pipeline.py", "self._config"),
+    "fetch.strict": ("core/fetch/pipeline.py", "config.fetch"),
     "fetch.follow_cross_host_redirects": ("core/fetch/pipeline.py", "self._config"),
     "fetch.max_chars_default": ("core/services.py", "self.config.fetch"),
     "fetch.max_chars_ceiling": ("core/services.py", "self.config.fetch"),
