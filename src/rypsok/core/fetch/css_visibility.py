@@ -751,6 +751,22 @@ def _condition_applies(name: str, condition: str) -> bool:
 
 def media_matches(query_list: str) -> bool:
     """Whether a media query list matches the assumed desktop screen (1280 x 800 px)."""
+    if len(query_list) <= _CACHED_TEXT:
+        return _cached_media_matches(query_list)
+    return _media_matches(query_list)
+
+
+# Pages repeat a few media queries and colours many times; only short texts are
+# cached, so the caches stay small whatever the pages hold.
+_CACHED_TEXT: Final = 200
+
+
+@functools.lru_cache(maxsize=1_024)
+def _cached_media_matches(query_list: str) -> bool:
+    return _media_matches(query_list)
+
+
+def _media_matches(query_list: str) -> bool:
     tokens = _tokens(tinycss2.parse_component_value_list(query_list, skip_comments=True))
     if not tokens:
         return True
@@ -933,8 +949,9 @@ def could_hide(css: str, *, external: bool, inline: bool = False) -> bool:
     compared with the backgrounds of its ancestors.
     """
     compact = _compact(css)
-    if any(form in compact for form in _HIDING_FORMS):
-        return True
+    for form in _HIDING_FORMS:  # a plain loop: this runs for every rule of every sheet
+        if form in compact:
+            return True
     if inline:
         return "color:" in compact or "background" in compact
     return _colours_could_hide(compact, external)
@@ -972,17 +989,35 @@ def _values(compact: str, prop: str) -> Iterator[str]:
             position = compact.find(marker, end)
 
 
-@functools.lru_cache(maxsize=4_096)
 def _colour_value(value: str) -> _Rgba | None:
-    """A colour value's text, parsed (cached: pages repeat a few colours many times)."""
+    """A colour value's text, parsed."""
+    return _cached_colour(value) if len(value) <= _CACHED_TEXT else _uncached_colour(value)
+
+
+@functools.lru_cache(maxsize=4_096)
+def _cached_colour(value: str) -> _Rgba | None:
+    return _uncached_colour(value)
+
+
+def _uncached_colour(value: str) -> _Rgba | None:
     try:
         return _parse_colour(value)
     except (ValueError, TypeError, AttributeError, IndexError, RecursionError):
         return None
 
 
-@functools.lru_cache(maxsize=4_096)
 def _background_value(value: str) -> Background:
+    if len(value) <= _CACHED_TEXT:
+        return _cached_background(value)
+    return _uncached_background(value)
+
+
+@functools.lru_cache(maxsize=4_096)
+def _cached_background(value: str) -> Background:
+    return _uncached_background(value)
+
+
+def _uncached_background(value: str) -> Background:
     try:
         return _background(_tokens(tinycss2.parse_component_value_list(value)))
     except (ValueError, TypeError, AttributeError, IndexError, RecursionError):
@@ -1026,6 +1061,21 @@ class _Selector:
     classes: frozenset[str]  # classes and ids every match must carry (for a cheap pre-check)
     ids: frozenset[str]
     key: tuple[str, str] | None  # ("class", name) or ("id", name) of the subject
+    # For a selector of one compound of tag, classes and ids only: what an element needs,
+    # checked without XPath. None for any other selector.
+    plain: tuple[str | None, frozenset[str], str | None] | None = None
+
+    def on(self, element: Element) -> bool:
+        """Whether `element` matches."""
+        plain = self.plain
+        if plain is None:
+            return bool(self.on_element(element))
+        tag, classes, identifier = plain
+        if tag is not None and element.tag != tag:
+            return False
+        if identifier is not None and (element.get("id") or "").strip() != identifier:
+            return False
+        return not classes or classes.issubset((element.get("class") or "").split())
 
 
 @dataclass(slots=True, eq=False)
@@ -1092,8 +1142,11 @@ def _compile_selectors(text: str) -> tuple[_Selector, ...]:
         classes, ids = _required_names(selector.parsed_tree)
         key = _subject_key(selector.parsed_tree)
         specificity = selector.specificity()
+        plain = _plain(selector.parsed_tree)
         compiled.append(
-            _Selector(over_tree, on_element, specificity, frozenset(classes), frozenset(ids), key)
+            _Selector(
+                over_tree, on_element, specificity, frozenset(classes), frozenset(ids), key, plain
+            )
         )
     return tuple(compiled)
 
@@ -1127,6 +1180,25 @@ def _compound(tree: Tree) -> str:
     if xpath.path:
         raise ExpressionError("a compound selector that is not one step")
     return f"{xpath.element}[{xpath.condition}]" if xpath.condition else str(xpath.element)
+
+
+def _plain(tree: Tree) -> tuple[str | None, frozenset[str], str | None] | None:
+    """(tag, classes, id) of a compound made of nothing else; None otherwise."""
+    classes: set[str] = set()
+    identifier: str | None = None
+    node: Any = tree
+    while isinstance(node, (Class, Hash)):
+        if isinstance(node, Class):
+            classes.add(node.class_name)
+        elif identifier is None:
+            identifier = node.id
+        else:
+            return None  # two ids
+        node = node.selector
+    if type(node).__name__ != "Element" or node.namespace is not None:
+        return None
+    tag = None if node.element in (None, "*") else str(node.element).lower()
+    return tag, frozenset(classes), identifier
 
 
 def _subject_key(tree: Tree) -> tuple[str, str] | None:
@@ -1416,7 +1488,7 @@ class _Engine:
                     carriers = [element for element in carriers if element in interest]
                 if not self.budget.take("visits", len(carriers)):  # LIM-V5
                     return []
-                return [element for element in carriers if selector.on_element(element)]
+                return [element for element in carriers if selector.on(element)]
             if not self.element_count:
                 self.element_count = max(1, int(_ELEMENT_COUNT(self.root)))
             if not self.budget.take("visits", self.element_count):  # LIM-V5
@@ -1452,8 +1524,8 @@ class _Engine:
             interest.update(e for e in root.iterdescendants() if isinstance(e.tag, str))
         for element in self.candidates:
             if element not in interest and self._sets_colour(element):
-                # Its colour is judged against its ancestors' backgrounds: read their rules.
-                in_play.update(("color", "background"))
+                # Its own colour is judged against its ancestors' backgrounds: read their rules.
+                in_play.add("background")
                 interest.add(element)
                 interest.update(element.iterancestors())
         if not in_play:
