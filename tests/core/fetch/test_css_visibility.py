@@ -88,6 +88,7 @@ TRICKS = {
     "translate": ("", '<p style="transform:translate(-3000px, 0)">SECRET</p>'),
     "translateY": ("", '<p style="transform:rotate(1deg) translateY(2000px)">SECRET</p>'),
     "scale zero": ("", '<p style="transform:scale(0)">SECRET</p>'),
+    "vendor prefix": (".x{-webkit-transform:translateX(-5000px)}", '<p class="x">SECRET</p>'),
     "zero width hidden overflow": ("", '<p style="width:0;overflow:hidden">SECRET</p>'),
     "zero height clipped overflow": ("", '<p style="height:0px;overflow-y:clip">SECRET</p>'),
     "same colour as background": (

@@ -332,6 +332,8 @@ def _hiding_transform(tokens: list[Any]) -> bool:
 
 def _declarations(name: str, tokens: list[Any]) -> Iterator[tuple[str, Value]]:
     """The (property, normalised value) pairs one declaration sets, shorthands expanded."""
+    if name.startswith(("-webkit-", "-moz-", "-ms-")):
+        name = name.split("-", 2)[2]  # browsers still honour these prefixes
     if name in _KEYWORDS:
         yield name, _keyword(tokens)
     elif name in _NUMERIC:
@@ -386,17 +388,53 @@ class _Declared(NamedTuple):
     position: int  # inside its block: a later declaration wins
 
 
-def _parse_block(content: Any) -> tuple[_Declared, ...]:
+# Every property `_declarations` reads; declarations of any other are never tokenised.
+_PROPERTIES: Final = (
+    _KEYWORDS
+    | _NUMERIC
+    | {"opacity", "overflow", "font-size", "font", "color", "background", "background-color"}
+    | {"clip", "clip-path", "transform", "inset", "margin"}
+    | {"-webkit-transform", "-moz-transform", "-ms-transform", "-webkit-clip-path"}
+)
+_HARD_BLOCK_MARKS: Final = ('"', "'", "\\", "/*", "{", "}")
+
+
+def _parse_block(content: str) -> tuple[_Declared, ...]:
+    """The declarations of interest in a block or style attribute, normalised.
+
+    A block without strings, escapes, comments or nested blocks is cut at its
+    semicolons first and only declarations of a property of interest are
+    tokenised (most of a style sheet sets margins, fonts and borders); any
+    other block is tokenised whole.
+    """
+    if any(mark in content for mark in _HARD_BLOCK_MARKS):
+        return _parse_whole_block(content)
+    found: list[_Declared] = []
+    for piece in content.split(";"):
+        if piece.count("(") != piece.count(")"):
+            return _parse_whole_block(content)  # a `;` inside parentheses: not a boundary
+        name, colon, _ = piece.partition(":")
+        if not colon or name.strip().lower() not in _PROPERTIES:
+            continue
+        item = tinycss2.parse_one_declaration(piece, skip_comments=True)
+        _add_declaration(item, found)
+    return tuple(found)
+
+
+def _parse_whole_block(content: str) -> tuple[_Declared, ...]:
     found: list[_Declared] = []
     for item in tinycss2.parse_declaration_list(content, skip_comments=True, skip_whitespace=True):
-        if item.type != "declaration":
-            continue
-        tokens = _tokens(item.value)
-        if not tokens:
-            continue
+        _add_declaration(item, found)
+    return tuple(found)
+
+
+def _add_declaration(item: Any, found: list[_Declared]) -> None:
+    if item.type != "declaration" or item.lower_name not in _PROPERTIES:
+        return
+    tokens = _tokens(item.value)
+    if tokens:
         for prop, value in _declarations(item.lower_name, tokens):
             found.append(_Declared(bool(item.important), prop, value, len(found)))
-    return tuple(found)
 
 
 def _hides_alone(prop: str, value: Value) -> bool:
@@ -512,7 +550,16 @@ class _Part(NamedTuple):
 
     classes: frozenset[str]  # anywhere in the selector
     ids: frozenset[str]
-    subject: frozenset[str]  # tag, classes and ids of its last compound
+    subject: frozenset[str]  # classes and ids of its last compound ("\\" when escaped)
+    tag: str | None  # the tag of its last compound
+
+
+class _Keys(NamedTuple):
+    """The names of the elements whose re-showing rules the second pass reads."""
+
+    names: set[str]  # their classes and ids
+    tags: set[str]
+    bare_tags: set[str]  # tags for which a rule naming only the tag could win the cascade
 
 
 _NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
@@ -540,6 +587,7 @@ def _simple_sketch(selectors: str) -> tuple[_Part, ...]:
         classes: set[str] = set()
         ids: set[str] = set()
         subject: set[str] = set()
+        tag: str | None = None
         for index, compound in enumerate(compounds):
             last = index == len(compounds) - 1
             for piece in compound.translate(_NAME_MARKS).split():
@@ -549,9 +597,14 @@ def _simple_sketch(selectors: str) -> tuple[_Part, ...]:
                     ids.add(piece[1:])
                 elif piece[0] == ":":
                     continue
+                elif last:
+                    tag = piece.lower()
+                    continue
+                else:
+                    continue
                 if last:
-                    subject.add(piece[1:] if piece[0] in ".#" else piece.lower())
-        parts.append(_Part(frozenset(classes), frozenset(ids), frozenset(subject)))
+                    subject.add(piece[1:])
+        parts.append(_Part(frozenset(classes), frozenset(ids), frozenset(subject), tag))
     return tuple(parts)
 
 
@@ -560,6 +613,7 @@ def _full_sketch(selectors: str) -> tuple[_Part, ...]:
     classes: set[str] = set()
     ids: set[str] = set()
     subject: set[str] = set()
+    tag: str | None = None
     depth = 0
     quote = ""
     position, size = 0, len(selectors)
@@ -583,10 +637,10 @@ def _full_sketch(selectors: str) -> tuple[_Part, ...]:
         elif depth:
             continue
         elif char == ",":
-            parts.append(_Part(frozenset(classes), frozenset(ids), frozenset(subject)))
-            classes, ids, subject = set(), set(), set()
+            parts.append(_Part(frozenset(classes), frozenset(ids), frozenset(subject), tag))
+            classes, ids, subject, tag = set(), set(), set(), None
         elif char in _COMBINATORS:
-            subject = set()
+            subject, tag = set(), None
         elif char in ".#" or char in _NAME_CHARS or ord(char) > 127:
             start = position if char in ".#" else position - 1
             while position < size and (
@@ -599,10 +653,13 @@ def _full_sketch(selectors: str) -> tuple[_Part, ...]:
             name = selectors[start:position]
             if char == ".":
                 classes.add(name)
+                subject.add(name)
             elif char == "#":
                 ids.add(name)
-            subject.add(name if char in ".#" else name.lower())
-    parts.append(_Part(frozenset(classes), frozenset(ids), frozenset(subject)))
+                subject.add(name)
+            else:
+                tag = name.lower()
+    parts.append(_Part(frozenset(classes), frozenset(ids), frozenset(subject), tag))
     return tuple(parts)
 
 
@@ -1045,9 +1102,9 @@ def _colours_could_hide(compact: str, external: bool) -> bool:
     return any(_close(c, b) for c in colours for b in backgrounds)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class _Selector:
-    """One selector, compiled to XPath that starts from the subject (the matched element).
+    """One selector, compiled (when first needed) to XPath that starts from its subject.
 
     cssselect composes `A B` as `//A/descendant::B`, which libxml2 evaluates by
     walking the subtree of every A again; starting from the subject instead
@@ -1055,21 +1112,32 @@ class _Selector:
     tree is linear in it (times the depth for an ancestor step).
     """
 
-    over_tree: Any  # a compiled etree.XPath: every match in the document
-    on_element: Any  # a compiled etree.XPath: whether its context element matches
+    tree: Tree
     specificity: tuple[int, int, int]
     classes: frozenset[str]  # classes and ids every match must carry (for a cheap pre-check)
     ids: frozenset[str]
     key: tuple[str, str] | None  # ("class", name) or ("id", name) of the subject
+    tag: str | None  # the subject's tag, if it names one
     # For a selector of one compound of tag, classes and ids only: what an element needs,
     # checked without XPath. None for any other selector.
     plain: tuple[str | None, frozenset[str], str | None] | None = None
+    _compiled: dict[str, Any] = field(default_factory=dict)
+
+    def _xpath(self, axis: str) -> Any:
+        compiled = self._compiled.get(axis)
+        if compiled is None:
+            compiled = self._compiled[axis] = etree.XPath(axis + _from_subject(self.tree))
+        return compiled
+
+    def over_tree(self, root: Element) -> list[Element]:
+        """Every match in the document (raises etree.XPathError or ExpressionError)."""
+        return list(self._xpath("descendant-or-self::")(root))
 
     def on(self, element: Element) -> bool:
-        """Whether `element` matches."""
+        """Whether `element` matches (raises etree.XPathError or ExpressionError)."""
         plain = self.plain
         if plain is None:
-            return bool(self.on_element(element))
+            return bool(self._xpath("self::")(element))
         tag, classes, identifier = plain
         if tag is not None and element.tag != tag:
             return False
@@ -1133,19 +1201,23 @@ def _compile_selectors(text: str) -> tuple[_Selector, ...]:
     for selector in parsed:
         if selector.pseudo_element is not None:
             continue  # ::before, ::placeholder: not the element's own text
-        try:
-            expression = _from_subject(selector.parsed_tree)
-            over_tree = etree.XPath("descendant-or-self::" + expression)
-            on_element = etree.XPath("self::" + expression)
-        except (ExpressionError, SelectorError, etree.XPathError, ValueError, RecursionError):
-            continue  # a pseudo-class that never matches a static page (:focus-within, ...)
-        classes, ids = _required_names(selector.parsed_tree)
-        key = _subject_key(selector.parsed_tree)
-        specificity = selector.specificity()
-        plain = _plain(selector.parsed_tree)
+        tree = selector.parsed_tree
+        plain = _plain(tree)
+        if plain is None:
+            try:  # translate now: a pseudo-class cssselect lacks drops the selector here
+                etree.XPath("self::" + _from_subject(tree))
+            except (ExpressionError, SelectorError, etree.XPathError, ValueError, RecursionError):
+                continue  # a pseudo-class that never matches a static page (:focus-within, ...)
+        classes, ids = _required_names(tree)
         compiled.append(
             _Selector(
-                over_tree, on_element, specificity, frozenset(classes), frozenset(ids), key, plain
+                tree,
+                selector.specificity(),
+                frozenset(classes),
+                frozenset(ids),
+                _subject_key(tree),
+                _subject_tag(tree),
+                plain,
             )
         )
     return tuple(compiled)
@@ -1199,6 +1271,14 @@ def _plain(tree: Tree) -> tuple[str | None, frozenset[str], str | None] | None:
         return None
     tag = None if node.element in (None, "*") else str(node.element).lower()
     return tag, frozenset(classes), identifier
+
+
+def _subject_tag(tree: Tree) -> str | None:
+    node: Any = tree.subselector if isinstance(tree, CombinedSelector) else tree
+    while getattr(node, "selector", None) is not None:
+        node = node.selector
+    element = getattr(node, "element", None)
+    return None if element in (None, "*") else str(element).lower()
 
 
 def _subject_key(tree: Tree) -> tuple[str, str] | None:
@@ -1335,6 +1415,7 @@ class _Engine:
     values: dict[Element, dict[str, Value]] = field(default_factory=dict)
     candidates: dict[Element, None] = field(default_factory=dict)  # an ordered set
     element_count: int = 0
+    interest_tags: tuple[set[Element], dict[str, list[Element]]] | None = None
     by_class: dict[str, list[Element]] | None = None  # elements carrying each class
     by_id: dict[str, list[Element]] = field(default_factory=dict)
 
@@ -1427,15 +1508,22 @@ class _Engine:
                 )
         return hiding, others
 
-    def _may_apply(self, chunk: _Chunk, subjects: set[str] | None = None) -> bool:
-        """Whether some selector of the rule could match (and, given `subjects`, match one of
-        the elements with those names), judged from its text without parsing it."""
+    def _may_apply(self, chunk: _Chunk, keys: _Keys | None = None) -> bool:
+        """Whether some selector of the rule could match (and, given `keys`, match one of
+        the elements they name), judged from its text without parsing it."""
         classes, ids = self._present()
         for part in chunk.sketch():
             if not (all(c in classes for c in part.classes) and all(i in ids for i in part.ids)):
                 continue
-            if subjects is None or "\\" in part.subject or part.subject <= subjects:
+            if keys is None or "\\" in part.subject:
                 return True
+            if not part.subject <= keys.names:
+                continue
+            if part.tag is not None and part.tag not in keys.tags:
+                continue
+            if part.tag is not None and not part.subject and part.tag not in keys.bare_tags:
+                continue  # `div{display:block}` cannot beat a class rule
+            return True
         return False
 
     def _present(self) -> tuple[dict[str, list[Element]], dict[str, list[Element]]]:
@@ -1473,19 +1561,27 @@ class _Engine:
                     self.candidates[element] = None
 
     def _matches(self, selector: _Selector, interest: set[Element] | None) -> list[Element]:
-        """The selector's matches. One whose subject needs a class or id is tested on the
-        elements that carry it; any other is evaluated once over the whole tree."""
+        """The selector's matches, within `interest` when given.
+
+        A selector whose subject needs a class or id is tested on the elements
+        that carry it, one restricted to `interest` on those elements of it;
+        any other is evaluated once over the whole tree.
+        """
         classes, ids = self._present()
         if not all(c in classes for c in selector.classes):
             return []
         if not all(i in ids for i in selector.ids):
             return []
+        carriers: list[Element] | None = None
+        if selector.key is not None:
+            kind, name = selector.key
+            carriers = (ids if kind == "id" else classes).get(name, [])
+            if interest is not None:
+                carriers = [element for element in carriers if element in interest]
+        elif interest is not None:
+            carriers = self._interest_by_tag(interest).get(selector.tag or "*", [])
         try:
-            if selector.key is not None:
-                kind, name = selector.key
-                carriers = (ids if kind == "id" else classes).get(name, [])
-                if interest is not None:
-                    carriers = [element for element in carriers if element in interest]
+            if carriers is not None:
                 if not self.budget.take("visits", len(carriers)):  # LIM-V5
                     return []
                 return [element for element in carriers if selector.on(element)]
@@ -1493,9 +1589,18 @@ class _Engine:
                 self.element_count = max(1, int(_ELEMENT_COUNT(self.root)))
             if not self.budget.take("visits", self.element_count):  # LIM-V5
                 return []
-            return list(selector.over_tree(self.root))
-        except etree.XPathError:
+            return selector.over_tree(self.root)
+        except (etree.XPathError, ExpressionError, SelectorError, ValueError, RecursionError):
             return []
+
+    def _interest_by_tag(self, interest: set[Element]) -> dict[str, list[Element]]:
+        """`interest` by tag, and all of it under "*" (built once per second pass)."""
+        if self.interest_tags is None or self.interest_tags[0] is not interest:
+            index: dict[str, list[Element]] = {"*": list(interest)}
+            for element in interest:
+                index.setdefault(str(element.tag), []).append(element)
+            self.interest_tags = (interest, index)
+        return self.interest_tags[1]
 
     def _second_pass(
         self,
@@ -1512,25 +1617,32 @@ class _Engine:
         """
         in_play: set[str] = set()
         interest: set[Element] = set()
+        bare: set[Element] = set()  # elements a rule naming only their tag could re-show
         for element in removed:
             for prop, value in self._cascade(element).items():
                 if _hides_alone(prop, value):
                     in_play.update(_GROUPS.get(prop, ()))
                     interest.add(element)
+            if self._hidden_by_tag_rules_only(element):
+                bare.add(element)
         for root, _ in regions:
             in_play.update(_INHERITED)
-            interest.add(root)
-            interest.update(root.iterancestors())
-            interest.update(e for e in root.iterdescendants() if isinstance(e.tag, str))
+            related = {root, *root.iterancestors()}
+            related.update(e for e in root.iterdescendants() if isinstance(e.tag, str))
+            interest.update(related)
+            bare.update(related)
         for element in self.candidates:
             if element not in interest and self._sets_colour(element):
                 # Its own colour is judged against its ancestors' backgrounds: read their rules.
                 in_play.add("background")
-                interest.add(element)
-                interest.update(element.iterancestors())
+                related = {element, *element.iterancestors()}
+                interest.update(related)
+                bare.update(related)
         if not in_play:
             return False  # only attributes hide: nothing in CSS re-shows them
-        keys = _names_of(interest)
+        keys = _Keys(
+            _names_of(interest), {str(e.tag) for e in interest}, {str(e.tag) for e in bare}
+        )
         spellings = {spelling for prop in in_play for spelling in _SPELLINGS[prop]}
         rules = [
             rule
@@ -1541,7 +1653,7 @@ class _Engine:
         for chunk in self.chunks:
             if chunk.parsed or not _spells_any(chunk, spellings):
                 continue
-            if not self._may_apply(chunk, keys):
+            if _names_none_of(chunk, keys) or not self._may_apply(chunk, keys):
                 continue
             if not self.budget.take("rules", 1):  # LIM-V3
                 break
@@ -1551,6 +1663,16 @@ class _Engine:
         for rule in rules:
             self._match(rule, interest)
         return bool(rules)
+
+    def _hidden_by_tag_rules_only(self, element: Element) -> bool:
+        """Whether every rule that matched the element names no class or id (nor an inline
+        style hides it), so that a rule naming only a tag may win over them."""
+        entries = self.entries.get(element, ())
+        return (
+            bool(entries)
+            and element.get("style") is None
+            and all(specificity[0] == 0 and specificity[1] == 0 for _, specificity in entries)
+        )
 
     def _sets_colour(self, element: Element) -> bool:
         return any(
@@ -1710,10 +1832,9 @@ def _parse_style(style: str) -> tuple[_Declared, ...]:
 
 
 def _names_of(elements: Iterable[Element]) -> set[str]:
-    """Tags, ids and classes of `elements`: the words a selector must use to match them."""
+    """The ids and classes of `elements`: the names a selector's subject may use."""
     keys: set[str] = set()
     for element in elements:
-        keys.add(str(element.tag))
         identifier = element.get("id")
         if identifier:
             keys.add(identifier.strip())
@@ -1721,6 +1842,19 @@ def _names_of(elements: Iterable[Element]) -> set[str]:
         if classes:
             keys.update(classes.split())
     return keys
+
+
+_WORD_SEPARATORS: Final = str.maketrans(dict.fromkeys(".#>+~,()=|^$!\"' \t\n\r\f", " "))
+
+
+def _names_none_of(chunk: _Chunk, keys: _Keys) -> bool:
+    """True when no selector of the rule can have its subject among `keys`, judged by
+    splitting the selector text into words (cheaper than the sketch, and looser)."""
+    selector = chunk.selector_text()
+    if any(mark in selector for mark in ("*", "[", ":", "\\")):
+        return False  # a subject may have no name at all: leave it to the sketch
+    words = selector.translate(_WORD_SEPARATORS).split()
+    return keys.names.isdisjoint(words) and keys.tags.isdisjoint(word.lower() for word in words)
 
 
 def _spells_any(chunk: _Chunk, spellings: set[str]) -> bool:
