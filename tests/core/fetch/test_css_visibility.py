@@ -17,7 +17,10 @@ from rypsok.core import limits
 from rypsok.core.fetch.css_visibility import HiddenStats, drop_hidden, media_matches
 from rypsok.core.fetch.parse import Element, parse_bounded
 
-FIXTURE = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "pages" / "hidden-tricks.html"
+# Not in fixtures/pages: every page there must pass through the whole extraction.
+FIXTURE = (
+    pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "hidden-text" / "hidden-tricks.html"
+)
 
 
 def _tree(html: str) -> Element:
