@@ -20,7 +20,7 @@ import anyio
 
 from rypsok import PROJECT_URL, __version__
 from rypsok.core import contract, limits, logs
-from rypsok.core.config import Config, load_config
+from rypsok.core.config import Config, ConfigError, load_config
 from rypsok.core.contract import (
     DeniedReason,
     ErrorKind,
@@ -324,7 +324,11 @@ class Services:
 
 def load_configuration(path: str | None) -> Config:
     """The configuration, checked against the registered engines (REQ-ENG-004)."""
-    return load_config(path, registry.known_ids())
+    config = load_config(path, registry.engine_models())
+    refusals = registry.scraping_refusals(config)
+    if refusals:
+        raise ConfigError("; ".join(refusals))
+    return config
 
 
 def engine_states(config: Config) -> list[tuple[str, str]]:
@@ -336,6 +340,23 @@ def engine_states(config: Config) -> list[tuple[str, str]]:
         elif driver.active:
             state = "active"
         else:
-            state = "inactive_no_key" if driver.requires_key else "inactive_no_endpoint"
+            state = _inactive_state(driver)
         states.append((driver.id, state))
     return states
+
+
+def _inactive_state(driver: Driver) -> str:
+    """Why an enabled engine cannot run: its key, its operator contact, or its endpoint."""
+    if driver.requires_key and driver.settings.api_key is None:
+        return "inactive_no_key"
+    if driver.requires_contact and not driver.settings.contact:
+        return "inactive_no_contact"
+    return "inactive_no_endpoint"
+
+
+def engine_categories(config: Config) -> dict[str, list[str]]:
+    """Each registered engine's categories, in the contract's order (for `rypsok check`)."""
+    return {
+        driver.id: [c.value for c in Category if c in driver.categories]
+        for driver, _ in registry.configured_engines(config)
+    }

@@ -250,7 +250,7 @@ class EgressClient:
         connect_timeout_ms: int,
         total_timeout_ms: int,
     ) -> EngineResponse:
-        """GET an engine endpoint; any failure is an `EngineFailure` with its class."""
+        """Send an engine request (GET, or the POST a JSON API needs); failures are classified."""
         try:
             url = self._check_engine_url(request.url, explicit_endpoint=explicit_endpoint)
             if request.credential_headers and self._proxied and url.scheme == "http":
@@ -266,6 +266,8 @@ class EgressClient:
                 url,
                 params=request.params,
                 headers=headers,
+                method=request.method,
+                content=request.body,
                 max_body_bytes=max_body_bytes,
                 connect_timeout_ms=connect_timeout_ms,
                 total_timeout_ms=total_timeout_ms,
@@ -364,18 +366,21 @@ async def _get(
     connect_timeout_ms: int,
     total_timeout_ms: int,
     truncate: bool = False,
+    method: str = "GET",
+    content: bytes = b"",
 ) -> tuple[int, MappingProxyType[str, str], bytes]:
-    """One GET through a pool's transport: no client layer, so no redirect, cookie or env."""
+    """One GET (or an engine's POST) through a pool's transport: no redirect, cookie or env."""
     total_s = total_timeout_ms / 1000
     # Read, write and pool waits get the whole total; the deadline below cuts
     # each one to the time actually remaining.
     timeout = httpx2.Timeout(total_s, connect=min(connect_timeout_ms, total_timeout_ms) / 1000)
     with map_transport_errors(), anyio.fail_after(total_s):
         request = httpx2.Request(
-            "GET",
+            method,
             url,
             params=list(params) if params else None,
             headers=headers,
+            content=content or None,
             extensions={"timeout": timeout.as_dict()},
         )
         response = await transport.handle_async_request(request)
