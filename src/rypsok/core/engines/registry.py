@@ -12,10 +12,12 @@ from collections.abc import Iterator, Mapping
 from rypsok.core.config import Config, EngineConfig
 from rypsok.core.engines.arxiv import ArXiv
 from rypsok.core.engines.base import Driver, EngineSettings
+from rypsok.core.engines.bing import Bing
 from rypsok.core.engines.brave import Brave
 from rypsok.core.engines.crates import Crates
 from rypsok.core.engines.crossref import Crossref
 from rypsok.core.engines.dblp import Dblp
+from rypsok.core.engines.duckduckgo import DuckDuckGo
 from rypsok.core.engines.europepmc import EuropePmc
 from rypsok.core.engines.exa import Exa
 from rypsok.core.engines.gdelt import Gdelt
@@ -61,6 +63,9 @@ DRIVER_CLASSES: tuple[type[Driver], ...] = (
     Tavily,
     Exa,
     SearXNG,
+    # Scraping engines: never by default, refused without [scraping] enabled.
+    DuckDuckGo,
+    Bing,
 )
 
 
