@@ -31,8 +31,8 @@ NEW: dict[str, tuple[str, dict[str, Route]]] = {
     "pubmed": (
         "/entrez/eutils/",
         {
-            "/entrez/eutils/esearch.fcgi": Route.fixture("pubmed", "ok.json"),
-            "/entrez/eutils/esummary.fcgi": Route.fixture("pubmed", "summary.json"),
+            "/entrez/eutils/esearch.fcgi": Route.fixture("pubmed", "search.json"),
+            "/entrez/eutils/esummary.fcgi": Route.fixture("pubmed", "ok.json"),
         },
     ),
     "openalex": ("/openalex/works", {"/openalex/works": Route.fixture("openalex", "merge.json")}),
@@ -99,7 +99,7 @@ def _engines_seen(payload: dict[str, Any]) -> set[str]:
     return {engine for result in payload["results"] for engine in result["engines"] or []}
 
 
-@pytest.mark.req("REQ-ENG-008", "REQ-TEST-002", "REQ-CMP-001", "REQ-RANK-004")
+@pytest.mark.req("REQ-ENG-008", "REQ-TEST-002", "REQ-RANK-004")
 async def test_every_new_engine_answers_and_merges_with_the_others_by_url(
     providers: ProviderServer,
 ) -> None:

@@ -75,25 +75,32 @@ def test_only_the_no_results_marker_makes_an_empty_answer() -> None:
 
 
 @pytest.mark.req("REQ-TEST-018", "REQ-ENG-014", "REQ-ENG-009")
+@pytest.mark.parametrize("status", [200, 202, 403, 429, 503])
+def test_the_challenge_page_is_blocked_whatever_its_status(status: int) -> None:
+    """REQ-TEST-018, REQ-ENG-014: the anomaly page (DDG sends 202 or 200) is blocked.
+
+    429 alone is read first, as a throttle, like every engine's 429.
+    """
+    failure = parse_failure(DuckDuckGo(), _response("challenge.html", status))
+    expected = FailureClass.RATE_LIMITED if status == 429 else FailureClass.BLOCKED
+    assert failure.failure_class is expected
+
+
+@pytest.mark.req("REQ-TEST-018", "REQ-ENG-014")
 @pytest.mark.parametrize(
     ("status", "expected"),
     [
-        (202, FailureClass.BLOCKED),  # DuckDuckGo's anomaly challenge
-        (200, FailureClass.BLOCKED),  # the same form under 200
+        (202, FailureClass.BLOCKED),
         (403, FailureClass.BLOCKED),
         (429, FailureClass.RATE_LIMITED),
         (503, FailureClass.RATE_LIMITED),
     ],
 )
-def test_challenges_and_blocking_statuses_are_never_worked_around(
+def test_blocking_statuses_classify_even_a_page_that_would_parse(
     status: int, expected: FailureClass
 ) -> None:
-    """REQ-TEST-018, REQ-ENG-014: challenge, 403, 429, 503 are blocked or rate_limited."""
-    failure = parse_failure(DuckDuckGo(), _response("challenge.html", status))
-    assert failure.failure_class is expected
-    # A blocking status classifies even a page that would parse.
-    if status != 200:
-        assert parse_failure(DuckDuckGo(), _response("ok.html", status)).failure_class is expected
+    """REQ-TEST-018, REQ-ENG-014: 202, 403, 429 and 503 are never read as results."""
+    assert parse_failure(DuckDuckGo(), _response("ok.html", status)).failure_class is expected
 
 
 @pytest.mark.req("REQ-TEST-018", "REQ-ENG-015")
@@ -120,8 +127,12 @@ def test_parsing_stops_at_the_depth_bound_of_web_fetch() -> None:
     assert DuckDuckGo.admission.max_body_bytes <= 2 * 1024 * 1024
 
 
-@pytest.mark.req("REQ-TEST-018")
-def test_a_non_html_answer_is_a_parse_failure() -> None:
-    """REQ-TEST-018: JSON or text where the page should be is not the provider's page."""
+@pytest.mark.req("REQ-TEST-018", "REQ-ENG-015")
+def test_a_non_html_or_truncated_page_is_a_parse_failure() -> None:
+    """REQ-TEST-018, REQ-ENG-015: JSON instead of the page, or a page cut short, is no answer."""
     failure = parse_failure(DuckDuckGo(), _response("empty.html", content_type="application/json"))
     assert failure.failure_class is FailureClass.PARSE_FAILURE
+    whole = _response("ok.html")
+    cut = EngineResponse(200, whole.headers, whole.body[: len(whole.body) * 2 // 3])
+    assert b"tokio.rs" in cut.body  # results before the cut would parse...
+    assert parse_failure(DuckDuckGo(), cut).failure_class is FailureClass.PARSE_FAILURE

@@ -15,6 +15,9 @@ from tests.support import config_from
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 KEYED = ("openalex", "kagi", "tavily", "exa", "you", "marginalia")
+NEW = ("crates", "npm", "dblp", "pubmed", *KEYED, "duckduckgo", "bing")
+RECORD_SECTIONS = ("## Endpoint", "## Rate and concurrency", "## Failure signals")
+RECORD_TOPICS = ("attribution", "user-agent", "language", "time range", "safe search", "stor")
 
 
 @pytest.mark.req("REQ-CFG-001", "REQ-CFG-005")
@@ -44,3 +47,19 @@ def test_check_states_keyed_engines_inactive_and_new_keyless_ones_by_their_rule(
     categories = engine_categories(config_from({}))
     assert categories["kagi"] == ["general", "news"] and categories["crates"] == ["code"]
     assert categories["openalex"] == ["science"]
+
+
+@pytest.mark.req("REQ-CMP-001", "REQ-TEST-002")
+@pytest.mark.parametrize("engine", NEW)
+def test_each_new_engine_has_its_admission_record_and_success_fixture(engine: str) -> None:
+    """REQ-CMP-001, REQ-TEST-002: docs/engines/<id>.md covers the record's topics; ok.* exists."""
+    assert engine in {cls.id for cls in DRIVER_CLASSES}
+    record = (ROOT / "docs" / "engines" / f"{engine}.md").read_text(encoding="utf-8")
+    assert record.startswith(f"# Admission record: `{engine}`")
+    assert all(section in record for section in RECORD_SECTIONS)
+    assert all(topic in record.lower() for topic in RECORD_TOPICS), engine
+    assert f"[`{engine}`]({engine}.md)" in (ROOT / "docs" / "engines" / "README.md").read_text(
+        encoding="utf-8"
+    ) or engine in ("duckduckgo", "bing")
+    fixtures = ROOT / "tests" / "fixtures" / "engines" / engine
+    assert [p.name for p in fixtures.glob("ok.*")], engine

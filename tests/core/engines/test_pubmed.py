@@ -72,7 +72,7 @@ def test_language_and_time_range_change_the_request() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-012")
 def test_esearch_ids_become_the_esummary_follow_up() -> None:
     """REQ-TEST-002: the ids, in order, in one esummary request with the same identity."""
-    follow_up = _driver().parse(_response("ok.json"))
+    follow_up = _driver().parse(_response("search.json"))
     assert isinstance(follow_up, FollowUp) and list(follow_up) == []
     request = follow_up.request
     assert request.url == "https://eutils.ncbi.nlm.nih.gov/entrez/eutils/esummary.fcgi"
@@ -84,7 +84,7 @@ def test_esearch_ids_become_the_esummary_follow_up() -> None:
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-012")
 def test_summaries_give_doi_or_pubmed_urls_composed_snippets_and_dates() -> None:
     """REQ-TEST-002: DOI landing page first, else the PubMed page; uids order kept."""
-    hits = _driver().parse(_response("summary.json"))
+    hits = _driver().parse(_response("ok.json"))
     assert [hit.url for hit in hits] == [
         "https://doi.org/10.1038/nature17946",
         "https://pubmed.ncbi.nlm.nih.gov/31452104/",
@@ -106,11 +106,11 @@ def test_empty_rate_limit_under_200_and_search_errors() -> None:
     assert failed.failure_class is FailureClass.REQUEST_FAILURE
 
 
-@pytest.mark.req("REQ-TEST-002", "REQ-AGG-002")
+@pytest.mark.req("REQ-TEST-002", "REQ-ENG-005")
 def test_exchange_sends_both_requests_and_returns_the_summaries() -> None:
     """REQ-TEST-002, REQ-AGG-002: one exchange is esearch then esummary, in that order."""
     sent: list[EngineRequest] = []
-    answers = [_response("ok.json"), _response("summary.json")]
+    answers = [_response("search.json"), _response("ok.json")]
 
     async def send(request: EngineRequest) -> EngineResponse:
         sent.append(request)

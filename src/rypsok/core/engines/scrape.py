@@ -3,9 +3,10 @@
 Scraping drivers (`Driver.scraping = True`) read a provider's result page,
 not an API. The rules of REQ-ENG-013…015, in the order a page meets them:
 
-1. Status. 429 and 503 are `rate_limited`; 403 is `blocked`; a challenge or
-   CAPTCHA page (the common markers, plus the driver's own) is `blocked`
-   whatever its status. Nothing is retried or worked around.
+1. Status. 429 is `rate_limited`; a challenge or CAPTCHA page (the common
+   markers, plus the driver's own) is `blocked` whatever its status; then
+   503 is `rate_limited` and 403 `blocked`. Nothing is retried or worked
+   around.
 2. Redirects. A 3xx whose Location stays on the provider's host (scheme and
    host of the engine's endpoint) is followed once, as a `FollowUp` in the
    same turn; one off that host (a challenge host, a consent page) is
@@ -17,6 +18,8 @@ not an API. The rules of REQ-ENG-013…015, in the order a page meets them:
 4. Results or marker. A page with results gives them in page order; a page
    with the provider's own no-results marker is empty; anything else (a
    drifted layout, an unannounced empty page) is `parse_failure`, never empty.
+   So is a page cut short (no closing `</html>`): it may have lost results
+   without a sign.
 """
 
 from __future__ import annotations
@@ -50,19 +53,26 @@ PAGE_MAX_NODES: Final = limits.PARSED_NODES
 PAGE_MAX_DEPTH: Final = limits.NESTING_DEPTH
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 _HTML_TYPES: Final = frozenset({"text/html", "application/xhtml+xml"})
+_END_OF_PAGE: Final = b"</html>"
+_TAIL_BYTES: Final = 4_096
 
 
 def raise_for_page_status(response: EngineResponse, challenge_markers: Iterable[bytes]) -> None:
     """Classify what is not a result page: throttles, refusals and challenges."""
-    if response.status in (429, 503):
+    if response.status == 429:
+        raise EngineFailure(
+            FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(response.headers)
+        )
+    # A challenge is blocked whatever its status, a 503 challenge included.
+    raise_for_interstitial(response)
+    sample = response.body[:65_536].lower()
+    if any(marker in sample for marker in challenge_markers):
+        raise EngineFailure(FailureClass.BLOCKED)
+    if response.status == 503:  # the provider sheds load: back off as for a 429
         raise EngineFailure(
             FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(response.headers)
         )
     if response.status == 403:
-        raise EngineFailure(FailureClass.BLOCKED)
-    raise_for_interstitial(response)
-    sample = response.body[:65_536].lower()
-    if any(marker in sample for marker in challenge_markers):
         raise EngineFailure(FailureClass.BLOCKED)
 
 
@@ -92,6 +102,10 @@ def read_page(
     kind = media_type(response.headers)
     if kind not in _HTML_TYPES and (kind or not is_html(response)):
         raise EngineFailure(FailureClass.PARSE_FAILURE)  # not the provider's page
+    if _END_OF_PAGE not in response.body[-_TAIL_BYTES:].lower():
+        # A result page ends with </html>; one cut short may have lost results
+        # silently, which is not the provider's answer either.
+        raise EngineFailure(FailureClass.PARSE_FAILURE)
     text, _ = decode_body(response.body, response.headers.get("content-type"))
     return parse_bounded(text, max_nodes=PAGE_MAX_NODES, max_depth=PAGE_MAX_DEPTH).root
 
