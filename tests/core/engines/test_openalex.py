@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from rypsok.core.engines.base import EngineSettings, FailureClass, SearchParams, TimeRange
+from rypsok.core import limits
+from rypsok.core.engines.base import (
+    EngineSettings,
+    FailureClass,
+    PausingHits,
+    SearchParams,
+    TimeRange,
+)
 from rypsok.core.engines.openalex import OpenAlex
 from tests.core.engines.driver_support import NOW, FixtureResponses, parse_failure
 from tests.core.engines.keyed_support import KEY, assert_keyed
@@ -63,3 +70,12 @@ def test_empty_and_the_rate_and_budget_answers() -> None:
     assert daily.failure_class is FailureClass.RATE_LIMITED
     refused = parse_failure(_driver(), _response("bad_key.json", 403))
     assert refused.failure_class is FailureClass.AUTH_FAILURE
+
+
+@pytest.mark.req("REQ-CMP-002")
+def test_a_spent_daily_budget_pauses_the_engine_after_its_answer() -> None:
+    """REQ-CMP-002: X-RateLimit-Remaining 0 keeps the hits and asks the queue to pause."""
+    assert not isinstance(_driver().parse(_response("ok.json")), PausingHits)
+    spent = _driver().parse(_response("ok.json", x_ratelimit_remaining="0"))
+    assert isinstance(spent, PausingHits) and len(spent) == 3
+    assert spent.pause_ms == limits.RETRY_AFTER_MAX_MS

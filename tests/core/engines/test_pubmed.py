@@ -17,7 +17,9 @@ from rypsok.core.engines.base import (
 )
 from rypsok.core.engines.pubmed import PubMed, PubMedConfig
 from rypsok.core.engines.registry import engine_models
+from rypsok.core.services import Services
 from tests.core.engines.driver_support import NOW, FixtureResponses, parse_failure
+from tests.support import config_from
 
 _response = FixtureResponses("pubmed")
 
@@ -35,6 +37,10 @@ def test_outside_the_default_set_attributed_and_paced_for_two_requests() -> None
     assert PubMed.default_enabled is False
     assert PubMed.admission.min_interval_ms * 3 >= 2 * 1_000 * 1.0
     assert PubMed.admission.attribution_required
+    assert PubMed().current_admission.min_interval_ms == 700
+    keyed = PubMed(EngineSettings(api_key="k" * 36)).current_admission
+    assert keyed.min_interval_ms * 10 >= 2 * 1_000 and keyed.min_interval_ms < 700  # 10 a second
+    assert keyed.attribution_required
 
 
 @pytest.mark.req("REQ-ENG-011", "REQ-CMP-004")
@@ -143,3 +149,21 @@ def test_typed_settings_are_validated_at_start_up_naming_the_key() -> None:
     config = parse_config(good, engine_models())
     options = config.engines["pubmed"]
     assert isinstance(options, PubMedConfig) and options.tool == "lab"
+
+
+@pytest.mark.req("REQ-CMP-002", "REQ-ENG-010")
+async def test_the_operators_own_key_raises_the_queue_rate_to_ncbis_keyed_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """REQ-CMP-002: 3 requests a second without a key, 10 with the operator's own key."""
+    monkeypatch.setenv("RYPSOK_TEST_NCBI_KEY", "k" * 36)
+    keyless = Services(config_from({"engines": {"pubmed": {"enabled": True}}}))
+    keyed = Services(
+        config_from(
+            {"engines": {"pubmed": {"enabled": True, "api_key": {"env": "RYPSOK_TEST_NCBI_KEY"}}}}
+        )
+    )
+    assert keyless.search_pipeline._queues["pubmed"].min_interval_ms == 700
+    assert keyed.search_pipeline._queues["pubmed"].min_interval_ms == 200
+    await keyless.aclose()
+    await keyed.aclose()

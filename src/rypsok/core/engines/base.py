@@ -207,6 +207,9 @@ class Driver(abc.ABC):
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset()
     max_query_chars: ClassVar[int] = limits.QUERY_MAX_CHARS
     admission: ClassVar[Admission]
+    # The record's figures when the operator gives the engine its own key and
+    # the provider then allows more (NCBI: 10 instead of 3 requests a second).
+    keyed_admission: ClassVar[Admission | None] = None
     default_endpoint: ClassVar[str]
     requires_key: ClassVar[bool] = False
     # The provider's terms require the operator's contact (crates.io): inactive without it.
@@ -232,6 +235,13 @@ class Driver(abc.ABC):
         if self.requires_contact and not self.settings.contact:
             return False
         return not self.requires_key or self.settings.api_key is not None
+
+    @property
+    def current_admission(self) -> Admission:
+        """The admission that applies to these settings: keyed figures with a key."""
+        if self.keyed_admission is not None and self.settings.api_key is not None:
+            return self.keyed_admission
+        return self.admission
 
     def typed_options(self, model: type[_Options]) -> _Options:
         """The operator's settings for this engine as `model`, else the model's defaults."""

@@ -19,6 +19,9 @@ Title = `display_name`. Snippet = the abstract rebuilt from
 `abstract_inverted_index` (word -> positions), else the venue. Date =
 `publication_date`.
 
+Budget. An answer whose `X-RateLimit-Remaining` is 0 spent the day's
+budget: its hits come with a pause of LIM-B4 (`PausingHits`).
+
 Failures. 403 "Rate limit exceeded" and 429 "Daily limit exceeded" are both
 rate_limited (the daily budget is spent); another 401/403 is auth_failure.
 """
@@ -32,6 +35,7 @@ from typing import ClassVar, Final
 
 from pydantic import Field
 
+from rypsok.core import limits
 from rypsok.core.engines.base import (
     Admission,
     Category,
@@ -41,6 +45,7 @@ from rypsok.core.engines.base import (
     EngineResponse,
     EngineSettings,
     FailureClass,
+    PausingHits,
     RawHit,
     SearchParams,
     TimeRange,
@@ -140,7 +145,12 @@ class OpenAlex(Driver):
                 FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(response.headers)
             )
         raise_for_status(response, credentials_sent=self.settings.api_key is not None)
-        return collect_hits(validate(_Answer, decode_json(response)).results, _hit)
+        hits = collect_hits(validate(_Answer, decode_json(response)).results, _hit)
+        if response.headers.get("x-ratelimit-remaining", "").strip() == "0":
+            # The day's budget is spent with this answer: the next request would
+            # only meet a 429, so the queue waits as long as it ever does.
+            return PausingHits(hits, pause_ms=limits.RETRY_AFTER_MAX_MS)
+        return hits
 
 
 def _is_rate_limit(response: EngineResponse) -> bool:

@@ -159,6 +159,14 @@ class PubMed(Driver):
         attribution_required=True,  # NCBI's disclaimer and copyright notice
         max_body_bytes=2 * 1024 * 1024,
     )
+    # With the operator's own key NCBI allows ten requests a second: five turns.
+    keyed_admission: ClassVar[Admission | None] = Admission(
+        min_interval_ms=200,
+        max_concurrency=1,
+        cacheable=True,
+        attribution_required=True,
+        max_body_bytes=2 * 1024 * 1024,
+    )
     default_endpoint: ClassVar[str] = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils/"
     default_enabled: ClassVar[bool] = False
     options_model: ClassVar[type[EngineConfig]] = PubMedConfig

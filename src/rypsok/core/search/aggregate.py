@@ -194,8 +194,8 @@ class SearchPipeline:
 
     def _queue_for(self, driver: Driver, process_slots: anyio.CapacityLimiter) -> EngineQueue:
         own = self._config.engines.get(driver.id)
-        interval = driver.admission.min_interval_ms
-        concurrency = driver.admission.max_concurrency
+        interval = driver.current_admission.min_interval_ms  # an own key may allow more
+        concurrency = driver.current_admission.max_concurrency
         if own is not None and own.min_interval_ms is not None:
             interval = max(interval, own.min_interval_ms)  # only gentler than the record
         if own is not None and own.max_concurrency is not None:
