@@ -218,3 +218,67 @@ def test_check_lists_every_engine_with_categories_and_keyed_ones_inactive(
     assert "active (code)" in lines["engine npm"] and "active (science)" in lines["engine dblp"]
     for engine in SCRAPING:
         assert "disabled (general)" in lines[f"engine {engine}"]
+
+
+EMPTY = {
+    "crates": ("crates", "empty.json"), "npm": ("npm", "empty.json"),
+    "dblp": ("dblp", "empty.json"), "pubmed": ("pubmed", "empty.json"),
+    "openalex": ("openalex", "empty.json"), "kagi": ("kagi", "empty.json"),
+    "tavily": ("tavily", "empty.json"), "exa": ("exa", "empty.json"),
+    "you": ("you", "empty.json"), "marginalia": ("marginalia", "empty.json"),
+    "duckduckgo": ("duckduckgo", "empty.html"), "bing": ("bing", "empty.html"),
+}  # fmt: skip
+CATEGORY = {"crates": "code", "npm": "code", "dblp": "science", "pubmed": "science",
+            "openalex": "science"}  # fmt: skip
+PATHS = {**{e: p for e, (p, _) in NEW.items()}, "npm": "/-/v1/search", "dblp": "/search/publ/api"}
+SEARCH_PATH = {"pubmed": "/entrez/eutils/esearch.fcgi"}
+
+
+def _alone(base_url: str, engine: str) -> Any:
+    """A configuration in which `engine` is the one engine a search asks."""
+    table: dict[str, Any] = {"endpoint": f"{base_url}{PATHS[engine]}", "enabled": True}
+    if engine in KEYED:
+        table["api_key"] = {"env": KEY_ENV}
+    return config_from(
+        {
+            "egress": {"allow": ["127.0.0.1/32"]},
+            "operator": {"contact": "ops@example.org"},
+            "scraping": {"enabled": True},
+            "search": {"preference": [engine], "max_engines": 1},
+            "engines": {engine: table},
+        }
+    )
+
+
+@pytest.mark.req("REQ-TEST-002", "REQ-AGG-004")
+@pytest.mark.parametrize("engine", sorted(EMPTY))
+async def test_each_new_engine_empty_and_throttled_through_a_session(
+    engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """REQ-TEST-002: the provider's empty answer is `empty`; its 429 is a rate_limited notice."""
+    monkeypatch.setenv(KEY_ENV, KEY)
+    path = SEARCH_PATH.get(engine, PATHS[engine])
+    throttled = Route(status=429, headers={"retry-after": "5", "content-type": "text/plain"})
+    async with ProviderServer({path: [Route.fixture(*EMPTY[engine]), throttled]}) as server:
+        services = Services(_alone(server.base_url, engine))
+        category = CATEGORY.get(engine, "general")
+        empty = await _search(services, "zzqxjvw", category)
+        limited = await _search(services, "zzqxjvw again", category)
+        await services.aclose()
+    assert empty["outcome"] == "empty", empty
+    assert limited["outcome"] == "error"
+    assert any(engine in n["message"] and "rate_limited" in n["message"]
+               for n in limited["notices"]), limited["notices"]  # fmt: skip
+
+
+@pytest.mark.req("REQ-ENG-013")
+def test_serve_refuses_a_scraping_engine_without_the_switch(tmp_path: pathlib.Path) -> None:
+    """REQ-ENG-013: `serve` stops with exit 1 naming the engine, before serving anything."""
+    config = write_config(tmp_path, "schema_version = 1\n[engines.bing]\nenabled = true\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "rypsok", "serve", "--config", str(config)],
+        capture_output=True, text=True, env=child_env(), timeout=60, check=False, input="",
+    )  # fmt: skip
+    assert run.returncode == 1
+    assert "'bing'" in run.stderr and "human-facing page" in run.stderr
+    assert run.stdout == ""
