@@ -122,9 +122,8 @@ def active_driver(engine: str) -> Driver:
         EngineSettings(endpoint=TEST_ENDPOINT),
         EngineSettings(endpoint=TEST_ENDPOINT, api_key=TEST_KEY),
     ):
-        if cls.requires_contact:
-            settings = dataclasses.replace(settings, contact=TEST_CONTACT)
-        driver = cls(settings, clock=lambda: NOW)
+        contact = TEST_CONTACT if cls.requires_contact else None
+        driver = cls(dataclasses.replace(settings, contact=contact), clock=lambda: NOW)
         if driver.active:
             return driver
     raise AssertionError(f"{engine} cannot be made active by a key or an endpoint")
