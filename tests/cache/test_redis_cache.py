@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import pathlib
 import signal
 from typing import Any
@@ -206,3 +207,33 @@ async def test_a_stalled_redis_costs_at_most_its_operation_deadline(
         await services.aclose()
     assert redis_events(caplog, "redis_lost") == 1
     assert asked(providers, WIKIPEDIA) == 3
+
+
+async def concurrent_searches(services: Services, count: int) -> None:
+    async with Client(build_server(services)) as client, anyio.create_task_group() as group:
+        for n in range(count):
+            group.start_soon(client.call_tool, "web_search", {**QUERY, "query": f"spread {n}"})
+    await services.aclose()
+
+
+@pytest.mark.req("REQ-CACHE-006", "REQ-CMP-002")
+async def test_without_redis_the_spacing_is_the_records_times_the_instances(
+    providers: ProviderServer, redis_server: RedisServer
+) -> None:
+    """REQ-CMP-002, REQ-CACHE-006: [cluster] instances = 4 spaces wikipedia 4 x 100 ms apart.
+
+    Both without Redis at all (memory backend) and with Redis gone, N processes
+    behind one address then stay within the record together.
+    """
+    cluster = {"cluster": {"instances": 4}}
+    memory = config_from({**engine_sections(providers.base_url), **cluster})
+    await concurrent_searches(Services(memory), 3)
+    redis_server.kill()
+    shared = config_from({**engine_sections(providers.base_url), **cluster,
+                          "cache": redis_section(redis_server)})  # fmt: skip
+    await concurrent_searches(Services(shared), 3)
+    arrivals = [r.arrived for r in providers.requests_to(WIKIPEDIA)]
+    assert len(arrivals) == 6
+    for run in (arrivals[:3], arrivals[3:]):
+        ordered = sorted(run)
+        assert min(b - a for a, b in itertools.pairwise(ordered)) >= 0.4, ordered
