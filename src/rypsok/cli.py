@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from rypsok import __version__
 from rypsok.core import logs
-from rypsok.core.config import Config, ConfigError
+from rypsok.core.config import Config, ConfigError, cache_secret_problems
 from rypsok.core.http_policy import check_http, http_configured, plan_http
 from rypsok.core.services import engine_states, load_configuration
 
@@ -47,6 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_configuration(args.config)
     except ConfigError as exc:
         logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
+        return EXIT_CONFIG
+    secret_problems = cache_secret_problems(config)  # hook (issue 12): Redis URL, HMAC key
+    if secret_problems:
+        logs.event(log, "configuration_refused", logging.ERROR, problem="; ".join(secret_problems))
         return EXIT_CONFIG
     if args.command == "check":
         return _check(config)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
 from rypsok.core import limits
-from rypsok.core.config import ConfigError, reference_rows
-from tests.support import config_from
+from rypsok.core.config import ConfigError, cache_secret_problems, reference_rows
+from tests.support import child_env, config_from
 
 
 @pytest.mark.req("REQ-CACHE-001", "REQ-CFG-005")
@@ -24,7 +26,7 @@ def test_the_cache_is_off_by_default_and_every_key_is_documented() -> None:
     assert "cluster.instances" in keys
 
 
-@pytest.mark.req("REQ-CFG-004", "REQ-CFG-005")
+@pytest.mark.req("REQ-CFG-004", "REQ-CFG-005", "REQ-OPS-001")
 def test_the_redis_backend_needs_its_url_and_key_by_reference(tmp_path: pathlib.Path) -> None:
     """REQ-CFG-004: inline secrets refused; missing or short ones named, never echoed."""
     with pytest.raises(ConfigError, match=r"cache\.redis_url is required"):
@@ -37,11 +39,27 @@ def test_the_redis_backend_needs_its_url_and_key_by_reference(tmp_path: pathlib.
     refs = {"redis_url": {"file": str(url)}}
     with pytest.raises(ConfigError, match=r"cache\.hmac_key is required"):
         config_from({"cache": {"backend": "redis", **refs}})
-    with pytest.raises(ConfigError, match="at least 16 characters") as refused:
-        config_from({"cache": {"backend": "redis", **refs, "hmac_key": {"file": str(short)}}})
-    assert "tooshort" not in str(refused.value)
-    with pytest.raises(ConfigError, match="referenced secret is not set"):
-        config_from({"cache": {"backend": "redis", **refs,
-                               "hmac_key": {"env": "RYPSOK_TEST_UNSET_HMAC"}}})  # fmt: skip
+    # Secrets are read when checking or serving, never while parsing.
+    short_key = config_from({"cache": {"backend": "redis", **refs,
+                                       "hmac_key": {"file": str(short)}}})  # fmt: skip
+    (problem,) = cache_secret_problems(short_key)
+    assert "at least 16 characters" in problem and "tooshort" not in problem
+    unset = config_from({"cache": {"backend": "redis", **refs,
+                                   "hmac_key": {"env": "RYPSOK_TEST_UNSET_HMAC"}}})  # fmt: skip
+    assert cache_secret_problems(unset) == [
+        "cache.hmac_key: the referenced secret is not set or the file is missing"
+    ]
+    config = tmp_path / "rypsok.toml"
+    config.write_text(
+        f'schema_version = 1\n[cache]\nbackend = "redis"\nredis_url = {{ file = "{url}" }}\n'
+        'hmac_key = { env = "RYPSOK_TEST_UNSET_HMAC" }\n',
+        encoding="utf-8",
+    )
+    for command in (["check"], ["serve"]):
+        run = subprocess.run(
+            [sys.executable, "-m", "rypsok", *command, "--config", str(config)],
+            capture_output=True, text=True, timeout=60, check=False, env=child_env(),
+        )  # fmt: skip
+        assert run.returncode == 1 and "cache.hmac_key" in run.stderr, run.stderr
     with pytest.raises(ConfigError, match=r"cache\.operation_ms"):
         config_from({"cache": {"operation_ms": 0}})

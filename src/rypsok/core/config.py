@@ -389,17 +389,34 @@ HMAC_KEY_MIN_CHARS = 16
 
 
 def _cache_checks(cache: CacheConfig) -> Iterator[str]:
-    """The Redis backend needs its URL and HMAC key, both resolvable at start."""
+    """The Redis backend needs its URL and HMAC key (resolved by `cache_secret_problems`)."""
     if cache.backend != "redis":
         return
     for name in ("redis_url", "hmac_key"):
-        ref = getattr(cache, name)
-        if ref is None:
+        if getattr(cache, name) is None:
             yield f'cache.{name} is required with cache.backend = "redis"'
-        elif (secret := ref.resolve()) is None:
-            yield f"cache.{name}: the referenced secret is not set or the file is missing"
+
+
+def cache_secret_problems(config: Config) -> list[str]:
+    """What stops `check` and `serve`: a Redis URL or HMAC key that does not resolve.
+
+    Resolved here rather than in `parse_config`, which never reads secrets, so
+    a file can be validated on a host that does not hold them.
+    """
+    cache = config.cache
+    if cache.backend != "redis":
+        return []
+    problems = []
+    for name in ("redis_url", "hmac_key"):
+        ref = getattr(cache, name)
+        secret = ref.resolve() if ref is not None else None
+        if secret is None:
+            problems.append(
+                f"cache.{name}: the referenced secret is not set or the file is missing"
+            )
         elif name == "hmac_key" and len(secret.reveal()) < HMAC_KEY_MIN_CHARS:
-            yield f"cache.hmac_key must be at least {HMAC_KEY_MIN_CHARS} characters"
+            problems.append(f"cache.hmac_key must be at least {HMAC_KEY_MIN_CHARS} characters")
+    return problems
 
 
 def _key_of(loc: tuple[int | str, ...]) -> str:
