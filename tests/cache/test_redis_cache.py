@@ -237,3 +237,24 @@ async def test_without_redis_the_spacing_is_the_records_times_the_instances(
     for run in (arrivals[:3], arrivals[3:]):
         ordered = sorted(run)
         assert min(b - a for a, b in itertools.pairwise(ordered)) >= 0.4, ordered
+
+
+@pytest.mark.req("REQ-CACHE-005", "REQ-TEST-010")
+async def test_redis_bounds_each_caller_to_entries_and_reports_the_entry_age(
+    providers: ProviderServer, redis_server: RedisServer
+) -> None:
+    """REQ-CACHE-005: with Redis too, at most `entries` per namespace; age from Redis's TTL."""
+    config = redis_config(providers.base_url, redis_server, enabled=True, entries=3)
+    services = Services(config)
+    async with Client(build_server(services)) as client:
+        for n in range(3):  # two entries each (wikipedia, wikidata): six stored, three kept
+            await client.call_tool("web_search", {**QUERY, "query": f"bounded {n}"})
+        entries = [key for key, _ in redis_server.dump() if key.startswith(b"rypsok:c:")]
+        (index,) = [key for key, _ in redis_server.dump() if key.startswith(b"rypsok:ci:")]
+        assert len(entries) == 3 and int(redis_server.command("ZCARD", index.decode())) == 3
+        await anyio.sleep(1.1)
+        result = await client.call_tool("web_search", {**QUERY, "query": "bounded 2"})
+    await services.aclose()
+    assert result.structured_content is not None
+    (notice,) = cache_notices(result.structured_content)
+    assert "is 1 s old" in notice

@@ -403,6 +403,8 @@ class SearchPipeline:
         scope = EntryScope(caller, driver.id, driver.endpoint, params)
         cached = await self._cache.get(scope)
         if cached is not None:
+            logs.event(log, "engine_cached", engine=driver.id, age_s=round(cached.age_s, 1),
+                       hits=len(cached.hits))  # fmt: skip
             return EngineAnswer(driver.id, cached.hits, cached_age_s=cached.age_s)
         answer = await self._ask_shared(caller, driver, params, deadline)
         if answer.failure is None and not answer.skipped and answer.sent:
