@@ -258,3 +258,28 @@ async def test_redis_bounds_each_caller_to_entries_and_reports_the_entry_age(
     assert result.structured_content is not None
     (notice,) = cache_notices(result.structured_content)
     assert "is 1 s old" in notice
+
+
+@pytest.mark.req("REQ-CACHE-006", "REQ-CMP-002")
+async def test_a_redis_restarted_empty_does_not_let_an_instance_break_its_own_spacing(
+    providers: ProviderServer, redis_server: RedisServer
+) -> None:
+    """REQ-CMP-002: a start made while Redis was gone still spaces the first shared one.
+
+    Wikipedia at 3 s (the operator may only slow an engine): one search with
+    Redis gone, then Redis back (empty) before 3 s have passed: the next
+    request still waits for the spacing.
+    """
+    sections = engine_sections(providers.base_url)
+    sections["engines"]["wikipedia"]["min_interval_ms"] = 3_000
+    services = Services(config_from({**sections, "cache": redis_section(redis_server)}))
+    redis_server.kill()
+    async with Client(build_server(services)) as client:
+        await client.call_tool("web_search", {**QUERY, "query": "while gone"})
+        redis_server.start()
+        await anyio.sleep(RETRY_S + 0.1)
+        await client.call_tool("web_search", {**QUERY, "query": "once back"})
+    await services.aclose()
+    assert services.shared.link is not None and not services.shared.link.lost
+    first, second = (r.arrived for r in providers.requests_to(WIKIPEDIA))
+    assert second - first >= 3.0, second - first

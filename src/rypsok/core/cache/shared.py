@@ -61,7 +61,9 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
 # KEYS: spacing hash. ARGV: record spacing ms, margin ms, ms left before the deadline,
-# state ttl ms. Returns {ms to wait, factor}, or {-1, factor}: the turn comes too late.
+# state ttl ms, ms before which this instance must not start (its own last start plus
+# spacing: a Redis restarted empty does not know it). Returns {ms to wait, factor}, or
+# {-1, factor}: the turn comes too late.
 _RESERVE: Final = (
     _NOW
     + """
@@ -69,7 +71,7 @@ local h = redis.call('HMGET', KEYS[1], 'next', 'factor', 'blocked')
 local nxt = tonumber(h[1]) or 0
 local factor = tonumber(h[2]) or 1
 local blocked = tonumber(h[3]) or 0
-local start = math.max(now, nxt, blocked)
+local start = math.max(now, nxt, blocked, now + tonumber(ARGV[5]))
 if start - now >= tonumber(ARGV[3]) then return {-1, factor} end
 local base = tonumber(ARGV[1])
 local spacing = 0
@@ -168,10 +170,14 @@ class SharedEngineQueue(EngineQueue):
         self._background = background
         self._reserve_script = link.script(_RESERVE)
         self._adjust_script = link.script(_ADJUST)
+        self._own_floor = 0.0  # this instance's last start plus its spacing, local clock
 
     async def _reserve(self, deadline: float) -> float:
-        left_ms = int((deadline - self._clock()) * 1000)
-        args = [self.min_interval_ms, SPACING_MARGIN_MS, max(0, left_ms), SPACING_STATE_TTL_MS]
+        now = self._clock()
+        left_ms = int((deadline - now) * 1000)
+        floor_ms = max(0, int((self._own_floor - now) * 1000) + 1)
+        args = [self.min_interval_ms, SPACING_MARGIN_MS, max(0, left_ms), SPACING_STATE_TTL_MS,
+                floor_ms]  # fmt: skip
         try:
             wait_ms, factor = await self._link.run(
                 "spacing", lambda _: self._reserve_script([self._key], args)
@@ -184,6 +190,7 @@ class SharedEngineQueue(EngineQueue):
         start = self._clock() + int(wait_ms) / 1000.0
         # Kept locally too, so the spacing holds on if Redis goes the next moment.
         self._next_start = max(self._next_start, start + self.spacing_s * self._instances)
+        self._own_floor = start + self.spacing_s
         return start
 
     def _reserve_alone(self, deadline: float) -> float:
@@ -192,6 +199,7 @@ class SharedEngineQueue(EngineQueue):
         if start >= deadline:
             raise NotSent()
         self._next_start = start + self.spacing_s * self._instances
+        self._own_floor = start + self.spacing_s
         return start
 
     def _adjust(self, mode: str, block_ms: int) -> None:
