@@ -283,3 +283,21 @@ async def test_a_redis_restarted_empty_does_not_let_an_instance_break_its_own_sp
     assert services.shared.link is not None and not services.shared.link.lost
     first, second = (r.arrived for r in providers.requests_to(WIKIPEDIA))
     assert second - first >= 3.0, second - first
+
+
+@pytest.mark.req("REQ-MCP-010", "REQ-SEC-019")
+async def test_stdio_processes_on_one_redis_keep_limits_of_their_own(
+    redis_server: RedisServer,
+) -> None:
+    """REQ-MCP-010: on stdio LIM-C8 counts per process, even when Redis is shared."""
+    config = config_from({"limits": {"engine_status_per_minute": 1},
+                          "cache": redis_section(redis_server)})  # fmt: skip
+    outcomes = []
+    for services in (Services(config), Services(config)):
+        async with Client(build_server(services)) as client:
+            for _ in range(2):
+                result = await client.call_tool("engine_status", {})
+                assert result.structured_content is not None
+                outcomes.append(result.structured_content["outcome"])
+        await services.aclose()
+    assert outcomes == ["ok", "error", "ok", "error"]

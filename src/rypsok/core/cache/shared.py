@@ -12,7 +12,8 @@ spaces by the record's spacing times `[cluster] instances`.
 
 Invocation limits (REQ-MCP-010, REQ-SEC-019). A sliding window of the last
 minute per (caller, tool) as a sorted set, checked and extended by one
-script, so LIM-C6…C8 count a caller's calls over all instances. Without Redis
+script, so LIM-C6…C8 count an HTTP caller's calls over all instances (on
+stdio they stay per process, as REQ-MCP-010 says). Without Redis
 the process's own window counts (it records every admitted call, so it is
 warm when Redis goes).
 
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import anyio
 
 from rypsok.core import limits
-from rypsok.core.cache.entries import SharedStateUnavailable
+from rypsok.core.cache.entries import STDIO_CALLER, SharedStateUnavailable
 from rypsok.core.cache.keys import KeyLayout
 from rypsok.core.engines.base import Driver
 from rypsok.core.engines.queue import (
@@ -300,6 +301,8 @@ class SharedCallLimits:
         limit = self._per_minute.get(tool)
         if limit is None:
             return None
+        if caller == STDIO_CALLER:  # on stdio the limits are per process (REQ-MCP-010)
+            return self._local.admit(tool, caller)
         args = [limit, int(WINDOW_S * 1000), uuid.uuid4().hex]
         key = self._layout.calls(caller, tool)
         try:
