@@ -400,15 +400,18 @@ class SearchPipeline:
         """
         if self._cache is None or not driver.admission.cacheable:
             return await self._ask_shared(caller, driver, params, deadline)
-        scope = EntryScope(caller, driver.id, driver.endpoint, params)
-        cached = await self._cache.get(scope)
+        entry = EntryScope(caller, driver.id, driver.endpoint, params)
+        cached = await self._cache.get(entry)
         if cached is not None:
             logs.event(log, "engine_cached", engine=driver.id, age_s=round(cached.age_s, 1),
                        hits=len(cached.hits))  # fmt: skip
             return EngineAnswer(driver.id, cached.hits, cached_age_s=cached.age_s)
         answer = await self._ask_shared(caller, driver, params, deadline)
         if answer.failure is None and not answer.skipped and answer.sent:
-            await self._cache.put(scope, answer.hits)
+            # Shielded: a deadline reached while storing must not turn the answer in
+            # hand into a timeout; the store ends within LIM-K4 (under LIM-O2).
+            with anyio.CancelScope(shield=True):
+                await self._cache.put(entry, answer.hits)
         return answer
 
     async def _ask_all(
