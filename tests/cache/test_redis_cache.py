@@ -301,3 +301,22 @@ async def test_stdio_processes_on_one_redis_keep_limits_of_their_own(
                 outcomes.append(result.structured_content["outcome"])
         await services.aclose()
     assert outcomes == ["ok", "error", "ok", "error"]
+
+
+@pytest.mark.req("REQ-CACHE-005", "REQ-PRIV-003", "REQ-TEST-010")
+async def test_redis_entries_expire_and_no_url_is_kept_outside_strict_mode(
+    providers: ProviderServer, redis_server: RedisServer
+) -> None:
+    """REQ-CACHE-005: after ttl_s Redis has forgotten the entry and the provider is asked.
+
+    REQ-PRIV-003: without strict mode no returned URL is written to Redis.
+    """
+    services = Services(redis_config(providers.base_url, redis_server, enabled=True, ttl_s=1))
+    async with Client(build_server(services)) as client:
+        await client.call_tool("web_search", QUERY)
+        await anyio.sleep(1.1)
+        result = await client.call_tool("web_search", QUERY)
+    await services.aclose()
+    assert result.structured_content is not None and cache_notices(result.structured_content) == []
+    assert asked(providers, WIKIPEDIA) == 2
+    assert not [key for key, _ in redis_server.dump() if key.startswith(b"rypsok:u:")]

@@ -306,8 +306,8 @@ class Services:
     async def _web_fetch(self, args: dict[str, Any], call: CallContext) -> contract.WebFetchOutput:
         url = contract.check_text_length("url", args["url"], limits.URL_MAX_CHARS)
         url = self._screen(contract.WEB_FETCH, url, call.notices)
-        shared = self.shared.returned_urls
-        if self.config.fetch.strict and shared is not None and await shared.contains(url):
+        shared = self.shared.returned_urls  # set in strict mode only
+        if shared is not None and await shared.contains(url):
             self.fetch_pipeline.remember_returned([url])  # hook (issue 12): another instance's
         request = FetchRequest(url=url, max_chars=args["max_chars"], start_char=args["start_char"])
         return await self.fetch_pipeline.fetch(request, call.notices)

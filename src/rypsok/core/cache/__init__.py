@@ -77,7 +77,8 @@ class SharedState:
         return cls(
             redis_cache,
             SpacingFactory(link, layout, instances),
-            SharedReturnedUrls(link, layout),
+            # Returned URLs are kept in Redis only where strict mode reads them.
+            SharedReturnedUrls(link, layout) if config.fetch.strict else None,
             link,
             layout,
         )
