@@ -48,7 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
         return EXIT_CONFIG
-    secret_problems = cache_secret_problems(config)  # hook (issue 12): Redis URL, HMAC key
+    # Hook (issue 12): the Redis URL and HMAC key must resolve.
+    secret_problems = cache_secret_problems(config, serving=args.command == "serve")
     if secret_problems:
         logs.event(log, "configuration_refused", logging.ERROR, problem="; ".join(secret_problems))
         return EXIT_CONFIG

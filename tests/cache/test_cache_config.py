@@ -61,5 +61,16 @@ def test_the_redis_backend_needs_its_url_and_key_by_reference(tmp_path: pathlib.
             capture_output=True, text=True, timeout=60, check=False, env=child_env(),
         )  # fmt: skip
         assert run.returncode == 1 and "cache.hmac_key" in run.stderr, run.stderr
+    url.write_text("http://user:pw@127.0.0.1:1\n", encoding="utf-8")
+    (tmp_path / "hmac").write_text("a-long-enough-hmac-key\n", encoding="utf-8")
+    config.write_text(config.read_text(encoding="utf-8").replace(
+        '{ env = "RYPSOK_TEST_UNSET_HMAC" }', f'{{ file = "{tmp_path / "hmac"}" }}'
+    ), encoding="utf-8")  # fmt: skip
+    served = subprocess.run(
+        [sys.executable, "-m", "rypsok", "serve", "--config", str(config)],
+        capture_output=True, text=True, timeout=60, check=False, env=child_env(),
+    )  # fmt: skip
+    assert served.returncode == 1 and "cache.redis_url must be a redis://" in served.stderr
+    assert "pw@" not in served.stderr
     with pytest.raises(ConfigError, match=r"cache\.operation_ms"):
         config_from({"cache": {"operation_ms": 0}})

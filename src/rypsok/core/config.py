@@ -397,11 +397,15 @@ def _cache_checks(cache: CacheConfig) -> Iterator[str]:
             yield f'cache.{name} is required with cache.backend = "redis"'
 
 
-def cache_secret_problems(config: Config) -> list[str]:
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+
+def cache_secret_problems(config: Config, *, serving: bool = False) -> list[str]:
     """What stops `check` and `serve`: a Redis URL or HMAC key that does not resolve.
 
     Resolved here rather than in `parse_config`, which never reads secrets, so
-    a file can be validated on a host that does not hold them.
+    a file can be validated on a host that does not hold them. The URL's form
+    is judged only when serving, as TLS material is (the message never shows it).
     """
     cache = config.cache
     if cache.backend != "redis":
@@ -416,6 +420,10 @@ def cache_secret_problems(config: Config) -> list[str]:
             )
         elif name == "hmac_key" and len(secret.reveal()) < HMAC_KEY_MIN_CHARS:
             problems.append(f"cache.hmac_key must be at least {HMAC_KEY_MIN_CHARS} characters")
+        elif (
+            name == "redis_url" and serving and secret.reveal().split("://")[0] not in REDIS_SCHEMES
+        ):
+            problems.append("cache.redis_url must be a redis://, rediss:// or unix:// URL")
     return problems
 
 
