@@ -53,7 +53,9 @@ def instance_toml(directory: pathlib.Path, provider: str, redis: RedisServer, po
         "search": {"deadline_ms": 8_000, "ceiling_ms": 10_000},
         "limits": {"engine_status_per_minute": 2},
         "fetch": {"strict": True},
-        "cache": redis_section(redis),  # enabled = false: state shared, no result kept
+        # enabled = false: state shared, no result kept. The longest LIM-K4, so a loaded
+        # build machine does not make an instance fall back to local spacing.
+        "cache": redis_section(redis, operation_ms=1_000),
         "http": {"port": port},
     }
     lines = ["schema_version = 1"]
@@ -118,6 +120,12 @@ async def call(url: str, key: str, tool: str, arguments: dict[str, Any]) -> dict
     return result.structured_content
 
 
+def fell_back(directory: pathlib.Path) -> bool:
+    """Whether an instance logged that it lost Redis (and spaced locally for a while)."""
+    logs = directory.glob("instance*/stderr.log")
+    return any(b"redis_lost" in log.read_bytes() for log in logs)
+
+
 def gaps(arrivals: list[float]) -> list[float]:
     ordered = sorted(arrivals)
     return [later - earlier for earlier, later in itertools.pairwise(ordered)]
@@ -158,9 +166,12 @@ async def test_two_instances_share_spacing_limits_and_returned_urls(
     arxiv = [r.arrived for r in provider.requests_to(ENGINE_PATHS["arxiv"])]
     assert len(arxiv) == 3, "each search's arXiv turn fits in the 8 s deadline"
     assert min(gaps(arxiv)) >= ARXIV_SPACING_S, gaps(arxiv)
+    # Europe PMC and Crossref are spaced 200 ms by their records: at that scale an
+    # arrival is a start plus the sender's scheduling delay, which on a loaded
+    # machine exceeds the 50 ms margin, so only arXiv's 3 s is asserted on arrivals.
     for engine in ("europepmc", "crossref"):
-        arrivals = [r.arrived for r in provider.requests_to(ENGINE_PATHS[engine])]
-        assert len(arrivals) == 3 and min(gaps(arrivals)) >= 0.2, (engine, gaps(arrivals))
+        assert len(provider.requests_to(ENGINE_PATHS[engine])) == 3
+    assert not fell_back(tmp_path), "an instance fell back to local state"
     assert all(s["outcome"] in ("ok", "partial") and s["results"] for s in searches.values())
 
     outcomes = [s["outcome"] for s in statuses]

@@ -176,7 +176,9 @@ class SharedEngineQueue(EngineQueue):
     async def _reserve(self, deadline: float) -> float:
         now = self._clock()
         left_ms = int((deadline - now) * 1000)
-        floor_ms = max(0, int((self._own_floor - now) * 1000) + 1)
+        # Also this instance's own pause: its adjustment may not have reached Redis yet.
+        floor = max(self._own_floor, self._blocked_until)
+        floor_ms = max(0, int((floor - now) * 1000) + 1)
         args = [self.min_interval_ms, SPACING_MARGIN_MS, max(0, left_ms), SPACING_STATE_TTL_MS,
                 floor_ms]  # fmt: skip
         try:
