@@ -19,7 +19,16 @@ from tests.mcp.http_support import make_test_ca
 from tests.support import SERVE, child_env, write_config
 
 CHECK = [sys.executable, "-m", "rypsok", "check"]
-KEY_ENV = {"RYPSOK_TEST_CHECK_KEY": "check-test-key-0123456789"}
+KEY_ENV = {
+    "RYPSOK_TEST_CHECK_KEY": "check-test-key-0123456789",
+    "RYPSOK_TEST_REDIS_SCHEME": "http://127.0.0.1:6379/0",
+    "RYPSOK_TEST_REDIS_PORT": "redis://127.0.0.1:not-a-port/0",
+    "RYPSOK_TEST_HMAC": "hmac-test-key-0123456789",
+}
+REDIS = (
+    'schema_version = 1\n[cache]\nenabled = true\nbackend = "redis"\n'
+    'hmac_key = { env = "RYPSOK_TEST_HMAC" }\nredis_url = { env = "%s" }\n'
+)
 HTTP_KEYS = '[[http.keys]]\ncaller = "agent"\nkey = { env = "RYPSOK_TEST_CHECK_KEY" }\n'
 GITHUB = driver_classes()["github"].admission
 WIKIPEDIA = driver_classes()["wikipedia"].admission
@@ -79,6 +88,13 @@ REFUSALS = {
         'tls_key = { file = "{key}" }\n' + HTTP_KEYS,
         "http.tls_cert, http.tls_key",
         transport="http",
+    ),
+    "redis-url-not-redis": Refusal(REDIS % "RYPSOK_TEST_REDIS_SCHEME", "cache.redis_url"),
+    "redis-url-unreadable": Refusal(REDIS % "RYPSOK_TEST_REDIS_PORT", "cache.redis_url"),
+    "scraping-without-switch": Refusal(
+        "schema_version = 1\n[engines.duckduckgo]\nenabled = true\n",
+        "engines.duckduckgo.enabled",
+        bound="[scraping] enabled = true",
     ),
     "tls-file-not-pem": Refusal(
         'schema_version = 1\n[http]\ntls_cert = { file = "{cert}" }\n'

@@ -57,8 +57,12 @@ def test_configuration_examples_validate_and_pass_check(tmp_path: pathlib.Path) 
         runnable = with_secret_files(block, tmp_path / f"secrets-{number}")
         config = tmp_path / f"example-{number}.toml"
         config.write_text(runnable, encoding="utf-8")
-        # Secrets the example references by name are given, as an operator would.
-        secrets = {name: f"example-{name}" for name in re.findall(r'env = "(\w+)"', block)}
+        # Secrets the example references by name are given, as an operator would
+        # (a URL-valued one in the form its key requires).
+        secrets = {
+            name: "redis://127.0.0.1:6379/0" if name.endswith("_URL") else f"example-{name}"
+            for name in re.findall(r'env = "(\w+)"', block)
+        }
         run = subprocess.run(
             [sys.executable, "-m", "rypsok", "check", "--config", str(config)],
             capture_output=True, text=True, timeout=60, check=False, env=child_env(**secrets),

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from rypsok import __version__
 from rypsok.core import logs
-from rypsok.core.config import Config, ConfigError
+from rypsok.core.config import Config, ConfigError, cache_secret_problems
 from rypsok.core.http_policy import HttpPlan, http_configured, plan_http, tls_server_context
 from rypsok.core.services import engine_categories, engine_states, load_configuration
 
@@ -52,6 +52,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_configuration(args.config)
     except ConfigError as exc:
         logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
+        return EXIT_CONFIG
+    # Hook (issue 12): the Redis URL and HMAC key must resolve.
+    secret_problems = cache_secret_problems(config, serving=args.command == "serve")
+    if secret_problems:
+        logs.event(log, "configuration_refused", logging.ERROR, problem="; ".join(secret_problems))
         return EXIT_CONFIG
     if args.command == "check":
         return _check(config)

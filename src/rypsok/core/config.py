@@ -371,9 +371,47 @@ class HttpConfig(_Section):
 
 
 class CacheConfig(_Section):
-    enabled: bool = Field(default=limits.CACHE_ENABLED, description="LIM-K1")
-    ttl_s: int = _bounded(limits.CACHE_TTL_S, limits.CACHE_TTL_RANGE, "LIM-K2")
-    entries: int = _bounded(limits.CACHE_ENTRIES, limits.CACHE_ENTRIES_RANGE, "LIM-K3")
+    enabled: bool = Field(
+        default=limits.CACHE_ENABLED, description="LIM-K1 cache web_search engine answers"
+    )
+    backend: Literal["memory", "redis"] = Field(
+        default="memory",
+        description="where the cache lives; redis also shares spacing, limits and strict-mode "
+        "URLs between instances",
+    )
+    ttl_s: int = _bounded(limits.CACHE_TTL_S, limits.CACHE_TTL_RANGE, "LIM-K2 entry lifetime")
+    entries: int = _bounded(
+        limits.CACHE_ENTRIES,
+        limits.CACHE_ENTRIES_RANGE,
+        "LIM-K3 entries (memory: per process; redis: per caller)",
+    )
+    redis_url: SecretRef | None = Field(
+        default=None, description="redis:// rediss:// or unix:// URL, by reference"
+    )
+    hmac_key: SecretRef | None = Field(
+        default=None, description="key of the HMAC that names Redis keys, by reference"
+    )
+    key_prefix: str = Field(
+        default="rypsok:", min_length=1, max_length=64, description="prefix of every Redis key"
+    )
+    operation_ms: int = _bounded(
+        limits.REDIS_OPERATION_MS, limits.REDIS_OPERATION_RANGE, "LIM-K4 Redis operation deadline"
+    )
+
+    @field_validator("key_prefix")
+    @classmethod
+    def _prefix_is_printable(cls, value: str) -> str:
+        if not value.isascii() or not value.isprintable() or " " in value:
+            raise ValueError("must be printable ASCII without spaces")
+        return value
+
+
+class ClusterConfig(_Section):
+    instances: int = _bounded(
+        limits.CLUSTER_INSTANCES,
+        limits.CLUSTER_INSTANCES_RANGE,
+        "rypsok processes sharing one outbound address; spacing factor without Redis",
+    )
 
 
 class EngineConfig(_Section):
@@ -431,6 +469,7 @@ class Config(_Section):
     http: HttpConfig = HttpConfig()
     cache: CacheConfig = CacheConfig()
     scraping: ScrapingConfig = ScrapingConfig()
+    cluster: ClusterConfig = ClusterConfig()
     engines: Mapping[str, EngineConfig] = Field(default_factory=dict)
 
 
@@ -451,6 +490,49 @@ def _cross_checks(config: Config) -> Iterator[str]:
         yield "http.request_ms must be at least search.ceiling_ms and fetch.ceiling_ms"
     if s.default_language is not None and s.default_language not in s.languages:
         yield "search.default_language must be one of search.languages"
+    yield from _cache_checks(config.cache)
+
+
+# Shorter HMAC keys would make the names of Redis keys guessable from a query list.
+HMAC_KEY_MIN_CHARS = 16
+
+
+def _cache_checks(cache: CacheConfig) -> Iterator[str]:
+    """The Redis backend needs its URL and HMAC key (resolved by `cache_secret_problems`)."""
+    if cache.backend != "redis":
+        return
+    for name in ("redis_url", "hmac_key"):
+        if getattr(cache, name) is None:
+            yield f'cache.{name} is required with cache.backend = "redis"'
+
+
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+
+def cache_secret_problems(config: Config, *, serving: bool = False) -> list[str]:
+    """What stops `check` and `serve`: a Redis URL or HMAC key that does not resolve.
+
+    Resolved here rather than in `parse_config`, which never reads secrets, so
+    a file can be validated on a host that does not hold them. The URL's form
+    is judged by `check` as by `serve`, which would refuse it (the message never
+    shows the URL); `serving` is kept for callers that judge before building.
+    """
+    cache = config.cache
+    if cache.backend != "redis":
+        return []
+    problems = []
+    for name in ("redis_url", "hmac_key"):
+        ref = getattr(cache, name)
+        secret = ref.resolve() if ref is not None else None
+        if secret is None:
+            problems.append(
+                f"cache.{name}: the referenced secret is not set or the file is missing"
+            )
+        elif name == "hmac_key" and len(secret.reveal()) < HMAC_KEY_MIN_CHARS:
+            problems.append(f"cache.hmac_key must be at least {HMAC_KEY_MIN_CHARS} characters")
+        elif name == "redis_url" and secret.reveal().split("://")[0] not in REDIS_SCHEMES:
+            problems.append("cache.redis_url must be a redis://, rediss:// or unix:// URL")
+    return problems
 
 
 def _key_of(loc: tuple[int | str, ...]) -> str:
@@ -471,7 +553,9 @@ def _describe(error: Mapping[str, Any]) -> str:
         return f"key '{key}': must be at most {ctx.get('le')}"
     if kind == "literal_error":
         return f"key '{key}': must be one of {ctx.get('expected', '')}"
-    if kind == "model_type" and key.endswith(("api_key", ".key", "tls_cert", "tls_key")):
+    if kind == "model_type" and key.endswith(
+        ("api_key", ".key", "tls_cert", "tls_key", "redis_url", "hmac_key")
+    ):
         return (
             f"key '{key}': inline secrets are refused; "
             'give { env = "NAME" } or { file = "path" }'

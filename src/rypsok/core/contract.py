@@ -97,6 +97,7 @@ class NoticeCode(enum.StrEnum):
     HTTP_UPGRADED = "http_upgraded"
     REDIRECT_FOLLOWED = "redirect_followed"
     EXTRACTION_PARTIAL = "extraction_partial"
+    ANSWERED_FROM_CACHE = "answered_from_cache"  # engines answered from the cache, with age
 
 
 def bounded_message(text: str) -> str:

@@ -110,6 +110,14 @@ CACHE_TTL_S: Final = 300  # LIM-K2
 CACHE_TTL_RANGE: Final = (1, 24 * 3600)
 CACHE_ENTRIES: Final = 1_000  # LIM-K3
 CACHE_ENTRIES_RANGE: Final = (1, 1_000_000)
+# LIM-K4: the deadline of one Redis operation; past it the call goes on with local
+# state (REQ-CACHE-006). Tens of ms: a loopback or same-rack Redis answers in well under 1.
+REDIS_OPERATION_MS: Final = 50  # LIM-K4 (rypsok's own id; operator 5-1000)
+REDIS_OPERATION_RANGE: Final = (5, 1_000)
+# [cluster] instances: without Redis each process spaces requests by the record's
+# spacing times this, so N processes together stay within the record.
+CLUSTER_INSTANCES: Final = 1
+CLUSTER_INSTANCES_RANGE: Final = (1, 64)
 
 # HTTP mode
 HTTP2_STREAMS: Final = 100  # LIM-H4

@@ -31,6 +31,9 @@ class Metrics:
     calls: collections.Counter[str] = field(default_factory=collections.Counter)  # tool
     engine_requests: collections.Counter[str] = field(default_factory=collections.Counter)
     call_latency_ms: dict[str, collections.deque[float]] = field(default_factory=dict)
+    # Redis operations that fell back to local state (issue 12), by what fell back:
+    # cache_get, cache_put, spacing, limits, returned_urls.
+    shared_state_fallbacks: collections.Counter[str] = field(default_factory=collections.Counter)
     engine_latency_ms: dict[str, collections.deque[float]] = field(default_factory=dict)
 
     def refused(self, tool: str, reason: str) -> None:

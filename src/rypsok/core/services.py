@@ -20,6 +20,7 @@ import anyio
 
 from rypsok import PROJECT_URL, __version__
 from rypsok.core import contract, limits, logs
+from rypsok.core.cache import SharedState
 from rypsok.core.config import Config, ConfigError, load_config
 from rypsok.core.contract import (
     DeniedReason,
@@ -102,18 +103,25 @@ class Services:
         self._started = clock()
         self.engines: list[tuple[Driver, bool]] = registry.configured_engines(config)
         self.egress = egress or build_egress(config)
+        # Hook (issue 12): the result cache and the state instances share through Redis.
+        self.shared = SharedState.build(config, self.metrics)
         self.search_pipeline = SearchPipeline(
-            self.active_engines(), EngineEgress(self.egress), config, self.metrics, clock
+            self.active_engines(),
+            EngineEgress(self.egress),
+            config,
+            self.metrics,
+            clock,
+            cache=self.shared.cache,
+            queue_factory=self.shared.queue_factory,
         )
         self.fetch_pipeline = FetchPipeline(self.egress, config, clock)
-        self._limiter = InvocationLimiter(
-            {
-                contract.WEB_SEARCH: config.limits.web_search_per_minute,
-                contract.WEB_FETCH: config.limits.web_fetch_per_minute,
-                contract.ENGINE_STATUS: config.limits.engine_status_per_minute,
-            },
-            clock,
-        )
+        per_minute = {
+            contract.WEB_SEARCH: config.limits.web_search_per_minute,
+            contract.WEB_FETCH: config.limits.web_fetch_per_minute,
+            contract.ENGINE_STATUS: config.limits.engine_status_per_minute,
+        }
+        self._limiter = InvocationLimiter(per_minute, clock)
+        self._call_limits = self.shared.call_limits(self._limiter, per_minute)
         self._specs = self._build_specs()
         if config.privacy.log_queries:
             # LIM-P3: an explicit operator choice, said loudly once at start.
@@ -179,7 +187,7 @@ class Services:
         started = time.monotonic()
         notices: list[Notice] = []
         try:
-            self._admit(spec.name, caller)
+            await self._admit(spec.name, caller)
             checked = contract.validate_arguments(spec, arguments)
             context = CallContext(caller, frozenset(arguments or ()), notices)
             response = await self._run(checked, context)
@@ -212,8 +220,8 @@ class Services:
             case _:
                 assert_never(arguments)
 
-    def _admit(self, tool: str, caller: str) -> None:
-        retry_ms = self._limiter.admit(tool, caller)
+    async def _admit(self, tool: str, caller: str) -> None:
+        retry_ms = await self._call_limits.admit(tool, caller)
         if retry_ms is not None:
             raise ToolError(
                 ErrorKind.UNAVAILABLE,
@@ -314,7 +322,10 @@ class Services:
         ceiling_s = self.config.search.ceiling_ms / 1000.0
         with anyio.move_on_after(ceiling_s):
             response = await self.search_pipeline.search(request, call.notices)
-            self.fetch_pipeline.remember_returned([r.url for r in response.results or ()])
+            returned = [r.url for r in response.results or ()]
+            self.fetch_pipeline.remember_returned(returned)
+            if self.shared.returned_urls is not None:  # hook (issue 12): other instances'
+                await self.shared.returned_urls.remember(returned)
             return response
         raise ToolError(
             ErrorKind.UNAVAILABLE,
@@ -328,6 +339,9 @@ class Services:
     ) -> contract.WebFetchOutput:
         url = contract.check_text_length("url", args.url, limits.URL_MAX_CHARS)
         url = self._screen(contract.WEB_FETCH, url, call.notices)
+        shared = self.shared.returned_urls  # set in strict mode only
+        if shared is not None and await shared.contains(url):
+            self.fetch_pipeline.remember_returned([url])  # hook (issue 12): another instance's
         request = FetchRequest(url=url, max_chars=args.max_chars, start_char=args.start_char)
         return await self.fetch_pipeline.fetch(request, call.notices)
 
@@ -370,6 +384,7 @@ class Services:
     async def aclose(self) -> None:
         """Release what the process holds (connections, tasks)."""
         await self.egress.aclose()
+        await self.shared.aclose()
 
 
 def build_egress(config: Config) -> EgressClient:

@@ -101,6 +101,10 @@ class EngineQueue:
         paused = self._blocked_until >= deadline
         return NotSent(WhyNotSent.PAUSED if paused else WhyNotSent.NO_TURN)
 
+    async def _reserve(self, deadline: float) -> float:
+        """Hook (issue 12): a queue shared between instances reserves its start in Redis."""
+        return self._reserve_start(deadline)
+
     @asynccontextmanager
     async def turn(self, deadline: float) -> AsyncIterator[None]:
         """Wait for this request's turn; NotSent (a timeout) if it would come too late."""
@@ -114,7 +118,7 @@ class EngineQueue:
             if waiting.cancelled_caught:
                 raise self._not_sent(deadline)
             try:
-                start = self._reserve_start(deadline)
+                start = await self._reserve(deadline)
                 await anyio.sleep(max(0.0, start - self._clock()))
                 yield
             finally:

@@ -34,6 +34,7 @@ import anyio
 from rypsok.core import contract, limits, logs
 from rypsok.core.boundary.instructions import looks_like_instruction
 from rypsok.core.boundary.text import CleanText, clean_text
+from rypsok.core.cache.entries import AnswerCache, EntryScope, cached_notice
 from rypsok.core.config import Config
 from rypsok.core.contract import (
     ErrorKind,
@@ -112,6 +113,7 @@ class EngineAnswer:
     retry_after_ms: int | None = None
     # Set when its turn came too late: the provider was never asked, and why.
     not_sent: WhyNotSent | None = None
+    cached_age_s: float | None = None  # set: answered from the cache (issue 12), this old
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +179,32 @@ def _log_transition(event: CircuitEvent) -> None:
     )
 
 
+class QueueFactory(Protocol):
+    """Makes an engine's admission queue; the Redis backend shares spacing (issue 12)."""
+
+    def __call__(
+        self,
+        driver: Driver,
+        *,
+        min_interval_ms: int,
+        max_concurrency: int,
+        process_slots: anyio.CapacityLimiter,
+        clock: Callable[[], float],
+    ) -> EngineQueue: ...
+
+
+def local_queue(
+    driver: Driver,
+    *,
+    min_interval_ms: int,
+    max_concurrency: int,
+    process_slots: anyio.CapacityLimiter,
+    clock: Callable[[], float],
+) -> EngineQueue:
+    return EngineQueue(min_interval_ms=min_interval_ms, max_concurrency=max_concurrency,
+                       process_slots=process_slots, clock=clock)  # fmt: skip
+
+
 class SearchPipeline:
     """Shared by all calls of the process; holds the engines and their queues."""
 
@@ -187,8 +215,13 @@ class SearchPipeline:
         config: Config,
         metrics: Metrics,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        cache: AnswerCache | None = None,  # hook (issue 12): None, nothing is cached
+        queue_factory: QueueFactory = local_queue,  # hook (issue 12): shared spacing
     ) -> None:
         self.engines = list(engines)
+        self._cache = cache
+        self._make_queue = queue_factory
         self._transport = transport
         self._config = config
         self._metrics = metrics
@@ -214,7 +247,8 @@ class SearchPipeline:
             interval = max(interval, own.min_interval_ms)  # only gentler than the record
         if own is not None and own.max_concurrency is not None:
             concurrency = min(concurrency, own.max_concurrency)
-        return EngineQueue(
+        return self._make_queue(
+            driver,
             min_interval_ms=interval,
             max_concurrency=concurrency,
             process_slots=process_slots,
@@ -382,6 +416,30 @@ class SearchPipeline:
             del self._in_flight[key]
             shared.done.set()
 
+    async def _cached_or_asked(
+        self, caller: str, driver: Driver, params: SearchParams, deadline: float
+    ) -> EngineAnswer:
+        """Hook (issue 12): this caller's cached answer stands in for the provider's.
+
+        Only engines whose record allows storage (REQ-CMP-007), only answers
+        that succeeded; the cache ends within its own deadline and never raises.
+        """
+        if self._cache is None or not driver.admission.cacheable:
+            return await self._ask_shared(caller, driver, params, deadline)
+        entry = EntryScope(caller, driver.id, driver.endpoint, params)
+        cached = await self._cache.get(entry)
+        if cached is not None:
+            logs.event(log, "engine_cached", engine=driver.id, age_s=round(cached.age_s, 1),
+                       hits=len(cached.hits))  # fmt: skip
+            return EngineAnswer(driver.id, cached.hits, cached_age_s=cached.age_s)
+        answer = await self._ask_shared(caller, driver, params, deadline)
+        if answer.failure is None and not answer.skipped and answer.not_sent is None:
+            # Shielded: a deadline reached while storing must not turn the answer in
+            # hand into a timeout; the store ends within LIM-K4 (under LIM-O2).
+            with anyio.CancelScope(shield=True):
+                await self._cache.put(entry, answer.hits)
+        return answer
+
     async def _ask_all(
         self, caller: str, chosen: list[Driver], params: SearchParams
     ) -> list[EngineAnswer]:
@@ -392,7 +450,7 @@ class SearchPipeline:
         async def ask(driver: Driver) -> None:
             started = self._clock()
             with anyio.move_on_after(max(0.0, deadline - self._clock())) as scope:
-                answers[driver.id] = await self._ask_shared(caller, driver, params, deadline)
+                answers[driver.id] = await self._cached_or_asked(caller, driver, params, deadline)
             if scope.cancelled_caught:
                 answers[driver.id] = self._finish(driver.id, started, failure=FailureClass.TIMEOUT)
 
@@ -484,6 +542,11 @@ class SearchPipeline:
         answers = await self._ask_all(request.caller, chosen, self._params(request))
         failed = [a for a in answers if a.failure is not None or a.skipped]
         notices.extend(_failure_notice(a) for a in failed)
+        notices.extend(
+            cached_notice(
+                [(a.engine, a.cached_age_s) for a in answers if a.cached_age_s is not None]
+            )
+        )
         if len(failed) == len(answers):
             raise ToolError(
                 ErrorKind.UNAVAILABLE,
