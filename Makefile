@@ -10,7 +10,7 @@ REQ_TRACE := ../shared/tools/req_trace.py
 LINT_PATHS := src tests tools $(wildcard bench)
 
 .PHONY: run test lint typecheck layers unit licenses audit bench lock docs clean \
-	dist dist-check book contract-snapshot image
+	dist dist-check book contract-snapshot image image-check
 
 # Every install step writes to stderr: `make run` is started by MCP hosts, whose
 # stdout must carry protocol messages only.
@@ -82,8 +82,13 @@ contract-snapshot: $(DEV_STAMP)
 
 # The OCI image archive (needs root, mmdebstrap; ARCH=arm64 in the release workflow).
 ARCH ?= amd64
-image: dist
+# make image builds from the files make dist left in dist/ (run make dist first).
+image: $(DEV_STAMP)
 	$(BIN)/python tools/image.py --arch $(ARCH)
+
+# Unpack the archive (umoci), start it under chroot as its user, call it over HTTP.
+image-check: $(DEV_STAMP)
+	$(BIN)/python tools/image.py --check --arch $(ARCH)
 
 # Re-resolve the locks from pyproject.toml and requirements/dev.in.
 lock:

@@ -22,6 +22,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from rypsok import __version__
 from rypsok.core import contract
 from rypsok.core.config import parse_config
 from rypsok.core.engines.registry import known_ids
@@ -204,3 +205,11 @@ def test_each_example_answer_matches_the_tool_output_schema(
     assert (parsed.outcome is contract.Outcome.ERROR) == (parsed.error is not None)
     if parsed.error is not None:
         assert len(parsed.error.message) <= 300
+
+
+@pytest.mark.req("REQ-DOC-002", "REQ-DEP-005")
+def test_file_names_of_the_release_in_the_book_carry_the_current_version() -> None:
+    """REQ-DOC-002: `rypsok-<version>` in examples and pages is this release's version."""
+    texts = [p.read_text(encoding="utf-8") for p in [*_pages(), *EXAMPLES.rglob("*.*")]]
+    named = {v for text in texts for v in re.findall(r"rypsok[ -](\d+\.\d+\.\d+)", text)}
+    assert named == {__version__}, named
