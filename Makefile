@@ -9,7 +9,8 @@ DEV_STAMP := $(VENV)/.installed-dev
 REQ_TRACE := ../shared/tools/req_trace.py
 LINT_PATHS := src tests tools $(wildcard bench)
 
-.PHONY: run test lint typecheck layers unit licenses audit bench lock docs clean
+.PHONY: run test lint typecheck layers unit licenses audit bench lock docs clean \
+	dist dist-check book contract-snapshot image image-check
 
 # Every install step writes to stderr: `make run` is started by MCP hosts, whose
 # stdout must carry protocol messages only.
@@ -29,7 +30,8 @@ $(DEV_STAMP): requirements/dev.lock pyproject.toml | $(BIN)/python
 run: $(RUN_STAMP)
 	@$(BIN)/rypsok serve $(ARGS)
 
-test: lint typecheck layers unit licenses audit
+# dist comes before unit: the release tests install the wheel offline from its bundle.
+test: lint typecheck layers book dist unit licenses audit
 	@if [ -f $(REQ_TRACE) ]; then $(BIN)/python $(REQ_TRACE) --tests tests || true; fi
 
 lint: $(DEV_STAMP)
@@ -57,13 +59,44 @@ bench: $(DEV_STAMP)
 
 docs: $(DEV_STAMP)
 	$(BIN)/python tools/gen_docs.py
+	$(BIN)/python tools/book_gen.py
+
+# The release files in dist/: wheel, sdist, the offline bundle for Linux x86_64 and
+# SHA256SUMS (tools/dist.py). PLATFORM=manylinux2014_aarch64 makes the aarch64 bundle.
+PLATFORM ?= manylinux2014_x86_64
+dist: $(DEV_STAMP)
+	@$(BIN)/python tools/dist.py --platform $(PLATFORM) 1>&2
+
+# Build the wheel and the sdist twice and compare the bytes.
+dist-check: $(DEV_STAMP)
+	@$(BIN)/python tools/dist.py --check-reproducible
+
+# The book (docs/book, mkdocs.yml) as a static site in site/; any warning fails.
+book: $(DEV_STAMP)
+	@NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+
+# After a reviewed change of the external contract (and its CHANGELOG entry):
+# rewrite the committed snapshot of the tool definitions.
+contract-snapshot: $(DEV_STAMP)
+	$(BIN)/python tools/contract_snapshot.py --write
+
+# The OCI image archive (needs root, mmdebstrap; ARCH=arm64 in the release workflow).
+ARCH ?= amd64
+# make image builds from the files make dist left in dist/ (run make dist first).
+image: $(DEV_STAMP)
+	$(BIN)/python tools/image.py --arch $(ARCH)
+
+# Unpack the archive (umoci), start it under chroot as its user, call it over HTTP.
+image-check: $(DEV_STAMP)
+	$(BIN)/python tools/image.py --check --arch $(ARCH)
 
 # Re-resolve the locks from pyproject.toml and requirements/dev.in.
 lock:
 	rm -rf .lockvenv && $(PYTHON) -m venv .lockvenv
 	.lockvenv/bin/pip install -q . && .lockvenv/bin/pip freeze --exclude rypsok > requirements/run.lock
-	.lockvenv/bin/pip install -q -r requirements/dev.in && .lockvenv/bin/pip freeze --exclude rypsok > requirements/dev.lock
+	.lockvenv/bin/pip install -q -r requirements/dev.in \
+		&& .lockvenv/bin/pip freeze --all --exclude rypsok --exclude pip > requirements/dev.lock
 	rm -rf .lockvenv
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache dist site build

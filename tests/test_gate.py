@@ -64,13 +64,17 @@ def test_print_in_project_code_fails_the_lint(tmp_path: pathlib.Path) -> None:
 
 @pytest.mark.req("REQ-TEST-012", "REQ-SEC-020")
 def test_make_test_runs_every_check_of_the_gate() -> None:
-    """REQ-TEST-012, REQ-SEC-020: formatting, lints, types, layers, tests, licenses, audit."""
+    """REQ-TEST-012, REQ-SEC-020: formatting, lints, types, layers, book, dist, tests, licenses,
+    audit."""
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     target = re.search(r"^test: (.*)$", makefile, re.MULTILINE)
     assert target is not None
-    assert target.group(1).split() == ["lint", "typecheck", "layers", "unit", "licenses", "audit"]
+    assert target.group(1).split() == [
+        "lint", "typecheck", "layers", "book", "dist", "unit", "licenses", "audit"
+    ]  # fmt: skip
     for command in ("ruff format --check", "ruff check", "mypy", "lint-imports", "pytest",
-                    "pip-licenses", "tools/audit.py"):  # fmt: skip
+                    "pip-licenses", "tools/audit.py", "mkdocs build --strict",
+                    "tools/dist.py"):  # fmt: skip
         assert command in makefile, command
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "make test" in ci
