@@ -235,6 +235,8 @@ def test_white_text_is_not_judged_when_an_external_sheet_may_set_the_background(
         '<body><p style="color:#fff">Hero text</p></body></html>'
     )
     assert _visible(html)[0] == "Hero text"
+    imported = _page('@import url("/site.css");', '<p style="color:#fff">Hero text</p>')
+    assert _visible(imported)[0] == "Hero text"
     text, _ = _visible('<html><body><p style="color:#fff">SECRET</p><p>Plain</p></body></html>')
     assert text == "Plain"
 

@@ -1464,6 +1464,8 @@ class _Engine:
         for element in unrendered:
             if not _inside(element, "template"):
                 _remove_keeping_tail(element)
+        if any("@import" in css.lower() for css in sheets):
+            self.external = True  # an imported sheet is not fetched either: colours unknown
         for css in sheets:
             encoded = css.encode("utf-8", "surrogatepass")
             left = self.budget.sheet_bytes
