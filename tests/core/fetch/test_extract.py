@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from rypsok.core import limits
 from rypsok.core.boundary.invisible import remove_invisible
-from rypsok.core.fetch import extract as extract_module
+from rypsok.core.fetch import parse as parse_module
 from rypsok.core.fetch.decode import decode_body, media_type, sniff_kind
 from rypsok.core.fetch.extract import (
     NO_CONTENT,
@@ -24,6 +24,7 @@ from rypsok.core.fetch.extract import (
     extract_html,
     extract_text,
 )
+from rypsok.core.fetch.extract.cleaning import may_hold_invisible
 
 CORPUS = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "pages"
 BASE = "https://site.example/dir/page.html"
@@ -440,9 +441,9 @@ def test_bounds_are_enforced_during_the_parse(
     hostile: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """REQ-PAGE-006, REQ-TEST-006: a bound stops the feed; a 50 MB page costs one bounded prefix."""
-    real = extract_module.etree.HTMLPullParser
+    real = parse_module.etree.HTMLPullParser
     monkeypatch.setattr(
-        extract_module.etree,
+        parse_module.etree,
         "HTMLPullParser",
         lambda **kwargs: _CountingParser(real, **kwargs),
     )
@@ -630,7 +631,7 @@ def test_cleaning_gate_covers_every_removable_character() -> None:
         hex(code_point)
         for code_point in (*planes, *noncharacters)
         if remove_invisible(f"a{chr(code_point)}a")[1]
-        and not extract_module._may_hold_invisible(chr(code_point))
+        and not may_hold_invisible(chr(code_point))
     ]
     assert missed == []
 
