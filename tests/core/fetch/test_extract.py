@@ -630,8 +630,7 @@ def test_cleaning_gate_covers_every_removable_character() -> None:
     missed = [
         hex(code_point)
         for code_point in (*planes, *noncharacters)
-        if remove_invisible(f"a{chr(code_point)}a")[1]
-        and not may_hold_invisible(chr(code_point))
+        if remove_invisible(f"a{chr(code_point)}a")[1] and not may_hold_invisible(chr(code_point))
     ]
     assert missed == []
 
@@ -703,6 +702,31 @@ def test_a_tag_with_too_many_attributes_ends_the_document_there() -> None:
     few = " ".join(f"a{i}=x" for i in range(200))
     fine = extract_html(html(f"<p>Before.</p><div {few}>inside</div><p>After.</p>"), base_url=BASE)
     assert not fine.partial and "After." in fine.markdown
+
+
+@pytest.mark.req("REQ-PAGE-006", "REQ-FETCH-002")
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param("<script type='application/ld+json'><![CDATA[{}]]></script>", id="json-ld"),
+        pytest.param("<script>var markup = '<a {}';</script>", id="markup-in-script"),
+        pytest.param("<style><![CDATA[{}]]></style>", id="cdata-in-style"),
+        pytest.param("<![CDATA[{}]]>", id="cdata-as-bogus-comment"),
+    ],
+)
+def test_text_that_looks_like_a_long_tag_does_not_cut_the_page(raw: str) -> None:
+    """REQ-PAGE-006, REQ-FETCH-002: only a start tag has attributes; raw text is not one.
+
+    A JSON-LD block of news sites holds thousands of `"key":"value"` pairs and
+    no `>`; read as a tag it cut the page before its body (extraction_failed).
+    """
+    pairs = ", ".join(f'"k{i}": "a value {i}"' for i in range(3_000))
+    head = "<title>Test page</title>" + raw.format("{" + pairs + "}")
+    result = extract_html(html("<p>The article text after the metadata.</p>", head), base_url=BASE)
+    assert not result.partial
+    assert "The article text after the metadata." in result.markdown
+    body = html(f"<p>Before.</p>{raw.format('{' + pairs + '}')}<p>After the block.</p>")
+    assert "After the block." in extract_html(body, base_url=BASE).markdown
 
 
 @pytest.mark.req("REQ-PAGE-006", "REQ-PERF-003")

@@ -47,6 +47,11 @@ _LIBXML_DEPTH_CAP: Final = 2_048  # libxml2's own limit with huge_tree
 MAX_TAG_ATTRIBUTES: Final = 1_000
 _LONG_TAG_CHARS: Final = 4_096
 _ATTRIBUTE: Final = re.compile(r"""[\s/]+[^\s=/>"']+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>"']*))?""")
+_START_TAG: Final = re.compile(r"<([A-Za-z][^\s/>]*)")
+# Elements whose content the HTML tokenizer reads as text up to their end tag.
+_RAW_TEXT_TAGS: Final = frozenset(
+    {"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes"}
+)
 _CONTROLS: Final = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f\ud800-\udfff]")
 _ROOT_END_TAGS: Final = re.compile(r"</(?:body|html)\s*>", re.IGNORECASE)
 
@@ -115,15 +120,22 @@ def parse_bounded(html: str, *, max_nodes: int, max_depth: int) -> ParsedTree:
 
 
 def _cut_before_long_tag(html: str) -> tuple[str, bool]:
-    """`html` up to its first tag with more than MAX_TAG_ATTRIBUTES attributes.
+    """`html` up to its first start tag with more than MAX_TAG_ATTRIBUTES attributes.
 
     One pass over the text: each tag's span is found with `find`, and only long
     spans are scanned for attributes (quote-aware, so a `>` inside a quoted
     value does not end the count early but the span is still bounded by it).
+    Only a start tag has attributes: `<!`, `</` and `<?` are skipped, and so is
+    the raw text of script, style and the like up to its end tag, as the HTML
+    tokenizer reads them; a JSON-LD script or a `<![CDATA[` block is not a tag.
     """
     position = html.find("<")
     while position != -1:
+        start_tag = _START_TAG.match(html, position)
         close = html.find(">", position)
+        if start_tag is None:
+            position = html.find("<", position + 1)
+            continue
         end = len(html) if close == -1 else close
         if end - position > _LONG_TAG_CHARS:
             attributes = sum(1 for _ in _ATTRIBUTE.finditer(html, position + 1, end))
@@ -131,7 +143,13 @@ def _cut_before_long_tag(html: str) -> tuple[str, bool]:
                 return html[:position], True
         if close == -1:
             break
-        position = html.find("<", close)
+        name = start_tag.group(1).lower()
+        if name in _RAW_TEXT_TAGS:
+            ending = re.compile(rf"</{name}[\s/>]", re.IGNORECASE).search(html, close)
+            if ending is None:
+                break
+            close = ending.start()
+        position = html.find("<", close + 1)
     return html, False
 
 
