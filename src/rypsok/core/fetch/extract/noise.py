@@ -17,8 +17,10 @@ parent's measure, so the pass is linear in the parsed document.
 from __future__ import annotations
 
 import enum
+import functools
+import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -41,21 +43,64 @@ _CHROME_ROLES: Final = frozenset(
 _SECTION_CHROME_ROLES: Final = frozenset({"banner", "contentinfo", "complementary"})
 
 # Class/id words (substring match, readability style).
-_NEGATIVE_NAMES: Final = re.compile(
-    r"banner|combx|comment|contact|foot|masthead|media|meta|outbrain|taboola|promo|related"
-    r"|scroll|share|shoutbox|sidebar|skyscraper|sponsor|shopping|tags|tool|widget|nav|menu"
-    r"|breadcrumb|cookie|consent|newsletter|social|subscribe|popup|modal|rail|pagination|pager"
+# Names are matched as whole words of the class and id, never as substrings:
+# "share" is a word of "share-bar" and "social_share" but not of "sharepoint",
+# and "related" is not in "unrelated" (REQ-FETCH-002: documentation generators
+# derive ids from headings, so a name alone must not drop a section). Words
+# are split at whitespace, "-", "_" and a lower-to-upper case change; a
+# trailing "s" is ignored, so "comments" is "comment".
+_NEGATIVE_WORDS: Final = frozenset(
+    {"banner", "combx", "comment", "contact", "footer", "foot", "masthead", "meta", "outbrain"}
+    | {"taboola", "promo", "related", "scroll", "share", "sharing", "shoutbox", "sidebar"}
+    | {"skyscraper", "sponsor", "sponsored", "shopping", "tag", "tool", "toolbar", "widget"}
+    | {"nav", "navbar", "navigation", "menu", "breadcrumb", "cookie", "consent", "newsletter"}
+    | {"social", "subscribe", "subscription", "popup", "modal", "rail", "pagination", "pager"}
+    | {"sidenav", "toc", "footnav", "byline", "author", "bio", "ad", "advert", "recommended"}
 )
-_POSITIVE_NAMES: Final = re.compile(
-    r"article|body|content|entry|hentry|h-entry|main|page|post|text|blog|story|prose|markdown"
+_POSITIVE_WORDS: Final = frozenset(
+    {"article", "body", "content", "entry", "hentry", "main", "page", "post", "text", "blog"}
+    | {"story", "prose", "markdown", "rst", "document", "documentation"}
 )
 # Chrome that is dropped unless it turns out to hold real content (paragraphs,
-# an article, the page heading).
-_CHROME_NAMES: Final = re.compile(
-    r"cookie|consent|gdpr|newsletter|subscribe|signup|sign-up|advert|adsense|sponsor|outbrain"
-    r"|taboola|popup|modal|breadcrumb|skip-?link|share|sharing|social|related|recommend|promo"
-    r"|banner|donat|fundrais|sitenotice|editsection|edit-?link|(?:^|[\s_-])ads?(?:[\s_-]|$)"
+# an article, the page heading, or a heading with paragraphs of its own).
+_CHROME_WORDS: Final = frozenset(
+    {"cookie", "consent", "gdpr", "newsletter", "subscribe", "signup", "advert", "adsense"}
+    | {"sponsor", "sponsored", "outbrain", "taboola", "popup", "modal", "breadcrumb"}
+    | {"skiplink", "share", "sharing", "social", "related", "recommend", "recommended"}
+    | {"promo", "banner", "donate", "donation", "fundraising", "sitenotice", "editsection"}
+    | {"editlink", "ad", "ads", "advertisement", "comment", "disqus", "paywall", "subscription"}
 )
+# Names often written as one word with a common part: "relatedposts", "sharebar".
+_COMPOUND_HEADS: Final = (
+    "related",
+    "share",
+    "social",
+    "comment",
+    "newsletter",
+    "subscribe",
+    "cookie",
+    "consent",
+    "breadcrumb",
+    "sidebar",
+    "nav",
+    "menu",
+    "footer",
+    "promo",
+    "sponsor",
+    "advert",
+    "banner",
+)
+_COMPOUND_PARTS: Final = frozenset(
+    {"post", "article", "link", "story", "storie", "item", "box", "bar", "button", "widget"}
+    | {"container", "wrapper", "wrap", "section", "block", "list", "area", "module", "tool"}
+    | {"icon", "panel", "content", "read", "news", "entry", "form", "signup", "notice"}
+)
+_COMPOUND_MODIFIERS: Final = frozenset(
+    {"top", "bottom", "main", "site", "page", "post", "article", "side", "global", "sub"}
+    | {"mobile", "primary", "secondary", "footer", "header", "social", "jp", "wp"}
+)
+_MIN_COMPOUND_CHARS: Final = 6
+_WORD: Final = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _NAME_WEIGHT: Final = 25
 
 BLOCK_TAGS: Final = frozenset(
@@ -94,6 +139,10 @@ class Flag(enum.IntFlag):
     HAS_FORM = 128  # a form inside, kept or not
     # The element's own: chrome by name, or a form; dropped at its end unless content-rich.
     CONDITIONAL = 256
+    HAS_HEADING = 512  # an h2-h6 inside: with paragraphs, a section of its own
+    HAS_MAIN = 1024  # a main landmark inside
+    # The element's own: its class (not only its id) names chrome.
+    CLASS_CHROME = 2048
 
 
 # The pass combines flags several times per element, and an IntFlag operator
@@ -109,10 +158,21 @@ HAS_H1: Final = int(Flag.HAS_H1)
 HAS_LANDMARK: Final = int(Flag.HAS_LANDMARK)
 HAS_FORM: Final = int(Flag.HAS_FORM)
 GATHERED: Final = int(
-    Flag.HAS_BLOCK | Flag.HAS_TABLE | Flag.HAS_H1 | Flag.HAS_LANDMARK | Flag.HAS_FORM
+    Flag.HAS_BLOCK
+    | Flag.HAS_TABLE
+    | Flag.HAS_H1
+    | Flag.HAS_LANDMARK
+    | Flag.HAS_FORM
+    | Flag.HAS_HEADING
+    | Flag.HAS_MAIN
 )
 CONDITIONAL: Final = int(Flag.CONDITIONAL)
+HAS_HEADING: Final = int(Flag.HAS_HEADING)
+HAS_MAIN: Final = int(Flag.HAS_MAIN)
+CLASS_CHROME: Final = int(Flag.CLASS_CHROME)
 _CONTENT_RICH_PARAGRAPHS: Final = 3
+_SECTION_LINK_DENSITY: Final = 0.3
+_HEADING_TAGS: Final = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _NOISE_CANDIDATE_TAGS: Final = _SKIPPED_TAGS | _SECTION_CHROME | {"dialog"}
 _NOTED_TAGS: Final = frozenset({"article", "h1", "h2"})
 # Inline elements without attributes of interest share their parent's measure.
@@ -227,8 +287,8 @@ def _open(
         if stack and _hidden_or_chrome(attributes, inherited, hidden):
             return None
         is_main = is_main or _role(attributes) == "main"
-        if _CHROME_NAMES.search(_names(attributes)):
-            flags |= CONDITIONAL
+        if tag not in _HEADING_TAGS and (naming := chrome_naming(attributes)):
+            flags |= naming
         elif stack and tag in _INLINE_TAGS:
             return stack[-1]
     if is_main or tag in ("article", "section"):
@@ -270,16 +330,36 @@ def _close(element: HtmlElement, stack: list[Stat], analysis: Analysis) -> None:
     parent = stack[-1]
     if tag == "form":
         parent.flags |= HAS_FORM
-    if (
-        stat.flags & CONDITIONAL
-        and not stat.flags & (HAS_LANDMARK | HAS_H1)
-        and stat.paragraphs < _CONTENT_RICH_PARAGRAPHS
-    ):
+    if stat.flags & CONDITIONAL and not _holds_content(stat):
         analysis.noise.add(element)
     else:
         _merge(parent, stat)
     if tail := element.tail:
         parent.add_text(tail)
+
+
+def _holds_content(stat: Stat) -> bool:
+    """Whether a block named or built like chrome turns out to be content.
+
+    It holds the article or the page heading, or three paragraphs, or a
+    heading with a paragraph of its own and few links: a section of a
+    document whose id happens to contain "related" or "share".
+    """
+    flags = stat.flags
+    if flags & CLASS_CHROME:
+        return bool(flags & (HAS_MAIN | HAS_H1))
+    if flags & (HAS_LANDMARK | HAS_H1) or stat.paragraphs >= _CONTENT_RICH_PARAGRAPHS:
+        return True
+    return _is_section(stat)
+
+
+def _is_section(stat: Stat) -> bool:
+    """A heading with a paragraph of its own and few links: a section of a document."""
+    return (
+        bool(stat.flags & HAS_HEADING)
+        and stat.paragraphs >= 1
+        and stat.link_density <= _SECTION_LINK_DENSITY
+    )
 
 
 def _merge(parent: Stat, child: Stat) -> None:
@@ -295,8 +375,12 @@ def _merge(parent: Stat, child: Stat) -> None:
         parent.flags |= HAS_TABLE
     elif tag == "h1":
         parent.flags |= HAS_H1
-    if tag == "article" or (child.flags & IN_MAIN and not parent.flags & IN_MAIN):
+    elif tag in _HEADING_TAGS:
+        parent.flags |= HAS_HEADING
+    if tag == "article":
         parent.flags |= HAS_LANDMARK
+    elif child.flags & IN_MAIN and not parent.flags & IN_MAIN:
+        parent.flags |= HAS_LANDMARK | HAS_MAIN
 
 
 def _score_ancestors(paragraph: Stat, stack: list[Stat], analysis: Analysis) -> None:
@@ -320,6 +404,10 @@ def _is_noise_tag(tag: str, element: HtmlElement, inherited: int) -> bool:
     """Whether the tag alone makes the element noise: not rendered, or site chrome."""
     if tag in _SKIPPED_TAGS:
         return True
+    if tag == "aside":
+        # An aside in an article is its own (a pull quote, a note); elsewhere
+        # in main it is a sidebar beside the article.
+        return not inherited & (IN_ARTICLE if inherited & IN_MAIN else IN_CONTENT)
     if tag in _SECTION_CHROME:
         return not inherited & IN_CONTENT
     return tag == "dialog" and element.get("open") is None
@@ -338,23 +426,74 @@ def _role(attributes: Mapping[str, str]) -> str:
     return role.strip().lower() if role else ""
 
 
-def _names(attributes: Mapping[str, str]) -> str:
-    """Class and id, lower case, for the name patterns; "" when there are none."""
+@functools.lru_cache(maxsize=8_192)
+def _words(names: str) -> frozenset[str]:
+    """The words of a class or id value, lower case, a trailing "s" dropped; cached per value.
+
+    Two adjacent words also count joined ("sign-up" is "signup"), and a word
+    written as a compound of a known name and a common part ("relatedposts",
+    "sharebar", "topnav") counts as that name.
+    """
+    words = [word.lower() for word in _WORD.findall(names)]
+    found = {_singular(word) for word in words}
+    found.update(first + second for first, second in itertools.pairwise(words))
+    for word in words:
+        found.update(_compound_names(word))
+    return frozenset(found)
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def _compound_names(word: str) -> Iterator[str]:
+    if len(word) < _MIN_COMPOUND_CHARS:
+        return
+    for name in _COMPOUND_HEADS:
+        head = word.startswith(name) and _singular(word[len(name) :]) in _COMPOUND_PARTS
+        if head or (word.endswith(name) and word[: -len(name)] in _COMPOUND_MODIFIERS):
+            yield name
+
+
+def _name_words(attributes: Mapping[str, str]) -> frozenset[str]:
     classes = attributes.get("class", "")
     identifier = attributes.get("id", "")
     if not classes and not identifier:
-        return ""
-    return f"{classes} {identifier}".lower()
+        return _NO_WORDS
+    return _words(f"{classes} {identifier}")
+
+
+_NO_WORDS: Final[frozenset[str]] = frozenset()
+
+
+def chrome_naming(attributes: Mapping[str, str]) -> int:
+    """CONDITIONAL when a word of the id names chrome, with CLASS_CHROME when the class does.
+
+    A class is chosen by the template's author for what the block is; an id
+    is often the slug of a heading (Sphinx, MkDocs, GitHub), so it only makes
+    the block conditional. A class that also says content ("post-content
+    share-enabled") is conditional only.
+    """
+    classes = attributes.get("class", "")
+    class_words = _words(classes) if classes else _NO_WORDS
+    if not _CHROME_WORDS.isdisjoint(class_words):
+        if _POSITIVE_WORDS.isdisjoint(class_words):
+            return CONDITIONAL | CLASS_CHROME
+        return CONDITIONAL
+    identifier = attributes.get("id", "")
+    if identifier and not _CHROME_WORDS.isdisjoint(_words(identifier)):
+        return CONDITIONAL
+    return 0
 
 
 def name_weight(element: HtmlElement) -> int:
-    names = _names(element.attrib)
-    if not names:
+    words = _name_words(element.attrib)
+    if not words:
         return 0
     weight = 0
-    if _NEGATIVE_NAMES.search(names):
+    if not _NEGATIVE_WORDS.isdisjoint(words):
         weight -= _NAME_WEIGHT
-    if _POSITIVE_NAMES.search(names):
+    if not _POSITIVE_WORDS.isdisjoint(words):
         weight += _NAME_WEIGHT
     return weight
 
@@ -378,6 +517,6 @@ def is_clutter(element: HtmlElement, stat: Stat) -> bool:
         return True
     if stat.flags & HAS_FORM and stat.chars < _LINK_TEXT_LEFT and stat.paragraphs <= 1:
         return True  # the wrapper of a form: a heading and a line of small print
-    if name_weight(element) < 0:
+    if name_weight(element) < 0 and not _is_section(stat):
         return density > _CHROME_LINK_DENSITY or stat.paragraphs == 0
     return False
