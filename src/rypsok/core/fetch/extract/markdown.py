@@ -50,6 +50,8 @@ _LANGUAGE: Final = re.compile(
     r"(?:^|\s)(?:language|lang|highlight-source|highlight)-([A-Za-z0-9_+#.-]{1,32})"
 )
 _NO_LANGUAGE: Final = frozenset({"default", "none", "text", "plaintext", "nohighlight"})
+# The visible text of heading permalinks (Sphinx, MkDocs, Docusaurus, GitHub).
+_PERMALINK_SIGNS: Final = frozenset("¶§#🔗⚓ \u200b")
 _BACKTICKS: Final = re.compile(r"`+")
 _SPACES: Final = re.compile(r" {2,}")
 _SPACES_AT_BREAK: Final = re.compile(r" *\n *")
@@ -132,7 +134,10 @@ class Markdown:
         if tag not in CLEANABLE_TAGS:
             return False
         stat = analysis.stats.get(element)
-        return stat is None or is_clutter(element, stat)
+        if stat is None:
+            return True
+        parent = element.getparent()
+        return is_clutter(element, stat, None if parent is None else analysis.stats.get(parent))
 
     # text
 
@@ -289,7 +294,7 @@ class Markdown:
             return None
         url = self._url(href)
         if url is None:
-            return None
+            return self._fragment_link() if href and href.lstrip().startswith("#") else None
         start = len(self._inline)
         self._links += 1
         self._inline_only += 1
@@ -302,6 +307,21 @@ class Markdown:
                 label = text.replace("[", "\\[").replace("]", "\\]")
                 self._append(f"{lead}[{label}]({url}){trail}")
             elif lead:
+                self._append(" ")
+
+        return close
+
+    def _fragment_link(self) -> _Closer:
+        """A link within the page: its text stays, unless it is a permalink sign (¶, #, §)."""
+        start = len(self._inline)
+
+        def close() -> None:
+            if start > len(self._inline):
+                return
+            lead, text, trail = self._take(start)
+            if text and not _PERMALINK_SIGNS.issuperset(text):
+                self._append(f"{lead}{text}{trail}")
+            elif lead or trail:
                 self._append(" ")
 
         return close

@@ -286,6 +286,8 @@ def _open(
         attributes = dict(items)
         if stack and _hidden_or_chrome(attributes, inherited, hidden):
             return None
+        if tag == "a" and _is_edit_link(attributes.get("href")):
+            return None
         is_main = is_main or _role(attributes) == "main"
         if tag not in _HEADING_TAGS and (naming := chrome_naming(attributes)):
             flags |= naming
@@ -421,6 +423,14 @@ def _hidden_or_chrome(attributes: Mapping[str, str], inherited: int, hidden: Hid
     return role in _CHROME_ROLES or (role in _SECTION_CHROME_ROLES and not inherited & IN_CONTENT)
 
 
+def _is_edit_link(href: str | None) -> bool:
+    """A link to the page's source editor ("Edit this page", "Edit on ...", a wiki's [edit])."""
+    if not href:
+        return False
+    path, _, query = href.partition("?")
+    return "/edit/" in path or "action=edit" in query or path.endswith("/edit")
+
+
 def _role(attributes: Mapping[str, str]) -> str:
     role = attributes.get("role")
     return role.strip().lower() if role else ""
@@ -503,18 +513,23 @@ def name_weight(element: HtmlElement) -> int:
 CLEANABLE_TAGS: Final = frozenset(
     {"div", "section", "ul", "ol", "dl", "table", "form", "aside", "header", "footer", "figure"}
 )
+_LIST_TAGS: Final = frozenset({"ul", "ol", "dl"})
 _MOSTLY_LINKS: Final = 0.5
 _LINK_TEXT_LEFT: Final = 200  # ...with less unlinked text than this
 _CHROME_LINK_DENSITY: Final = 0.2
 
 
-def is_clutter(element: HtmlElement, stat: Stat) -> bool:
-    """Link lists, form wrappers and named chrome inside the chosen content."""
+def is_clutter(element: HtmlElement, stat: Stat, parent: Stat | None) -> bool:
+    """Link lists, form wrappers and named chrome inside the chosen content.
+
+    A list of links is clutter unless it belongs to a section with its own
+    heading and prose (a "See also" list of a document).
+    """
     if stat.flags & (HAS_LANDMARK | HAS_H1):
         return False  # never the block that holds the article or the page heading
     density = stat.link_density
     if density > _MOSTLY_LINKS and stat.chars - stat.link_chars < _LINK_TEXT_LEFT:
-        return True
+        return not (stat.tag in _LIST_TAGS and parent is not None and _is_section(parent))
     if stat.flags & HAS_FORM and stat.chars < _LINK_TEXT_LEFT and stat.paragraphs <= 1:
         return True  # the wrapper of a form: a heading and a line of small print
     if name_weight(element) < 0 and not _is_section(stat):
