@@ -204,9 +204,9 @@ def test_tables_render_as_pipe_tables_and_layout_tables_as_text() -> None:
 
 @pytest.mark.req("REQ-FETCH-004")
 def test_line_breaks_rules_and_images() -> None:
-    """REQ-FETCH-004: `<br>` breaks a line, `<hr>` is a rule, images are dropped."""
+    """REQ-FETCH-004: `<br>` breaks a line, `<hr>` is a rule, an image keeps its alt text."""
     out = md('<p>line one<br>line two <img src="x.png" alt="ALT TEXT"></p><hr><p>end</p>')
-    assert out == "line one\nline two\n\n---\n\nend"
+    assert out == "line one\nline two ![ALT TEXT](https://site.example/dir/x.png)\n\n---\n\nend"
 
 
 @pytest.mark.req("REQ-FETCH-004")
@@ -699,6 +699,9 @@ def test_a_tag_with_too_many_attributes_ends_the_document_there() -> None:
     result = extract_html(page, base_url=BASE)
     assert result.partial
     assert "Before the tag." in result.markdown and "After the tag." not in result.markdown
+    # A script start tag inside a comment opens no raw text that could hide the tag.
+    hidden = html(f"<p>Before the tag.</p><!-- <script> --><div {many}>inside</div><p>After.</p>")
+    assert "After." not in extract_html(hidden, base_url=BASE).markdown
     few = " ".join(f"a{i}=x" for i in range(200))
     fine = extract_html(html(f"<p>Before.</p><div {few}>inside</div><p>After.</p>"), base_url=BASE)
     assert not fine.partial and "After." in fine.markdown

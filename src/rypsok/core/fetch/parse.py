@@ -18,6 +18,7 @@ walks iteratively.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,10 +48,14 @@ _LIBXML_DEPTH_CAP: Final = 2_048  # libxml2's own limit with huge_tree
 MAX_TAG_ATTRIBUTES: Final = 1_000
 _LONG_TAG_CHARS: Final = 4_096
 _ATTRIBUTE: Final = re.compile(r"""[\s/]+[^\s=/>"']+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>"']*))?""")
-_START_TAG: Final = re.compile(r"<([A-Za-z][^\s/>]*)")
+_START_TAG: Final = re.compile(r"<[A-Za-z]")
 # Elements whose content the HTML tokenizer reads as text up to their end tag.
-_RAW_TEXT_TAGS: Final = frozenset(
-    {"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes"}
+# Comments are matched too (an unclosed one runs to the end, as in HTML), so
+# that `<!-- <script> -->` opens no raw text that would hide a real tag.
+_RAW_TEXT_OPEN: Final = re.compile(
+    r"<!--(?:[^-]|-(?!->))*(?:-->|\Z)"
+    r"|<(script|style|textarea|title|xmp|iframe|noembed|noframes)(?=[\s/>])[^>]*>",
+    re.IGNORECASE,
 )
 _CONTROLS: Final = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f\ud800-\udfff]")
 _ROOT_END_TAGS: Final = re.compile(r"</(?:body|html)\s*>", re.IGNORECASE)
@@ -125,32 +130,55 @@ def _cut_before_long_tag(html: str) -> tuple[str, bool]:
     One pass over the text: each tag's span is found with `find`, and only long
     spans are scanned for attributes (quote-aware, so a `>` inside a quoted
     value does not end the count early but the span is still bounded by it).
-    Only a start tag has attributes: `<!`, `</` and `<?` are skipped, and so is
-    the raw text of script, style and the like up to its end tag, as the HTML
-    tokenizer reads them; a JSON-LD script or a `<![CDATA[` block is not a tag.
+    Only a start tag has attributes: a long span that starts `<!`, `</` or
+    `<?`, or that lies in the raw text of script, style and the like (a
+    JSON-LD block, a `<![CDATA[` section), is not counted, as the HTML
+    tokenizer reads them. The raw-text spans are found once, by one regex
+    scan, and only when a long span is met.
     """
+    raw_text: list[tuple[int, int]] | None = None
     position = html.find("<")
     while position != -1:
-        start_tag = _START_TAG.match(html, position)
         close = html.find(">", position)
-        if start_tag is None:
-            position = html.find("<", position + 1)
-            continue
         end = len(html) if close == -1 else close
-        if end - position > _LONG_TAG_CHARS:
+        if end - position > _LONG_TAG_CHARS and _START_TAG.match(html, position):
+            if raw_text is None:
+                raw_text = _raw_text_spans(html)
+            inside = _enclosing_span(raw_text, position)
+            if inside is not None:
+                position = html.find("<", inside)
+                continue
             attributes = sum(1 for _ in _ATTRIBUTE.finditer(html, position + 1, end))
             if attributes > MAX_TAG_ATTRIBUTES:
                 return html[:position], True
         if close == -1:
             break
-        name = start_tag.group(1).lower()
-        if name in _RAW_TEXT_TAGS:
-            ending = re.compile(rf"</{name}[\s/>]", re.IGNORECASE).search(html, close)
-            if ending is None:
-                break
-            close = ending.start()
-        position = html.find("<", close + 1)
+        position = html.find("<", close)
     return html, False
+
+
+def _raw_text_spans(html: str) -> list[tuple[int, int]]:
+    """(start, end) of the content of each raw-text element, in order, linear in `html`."""
+    spans: list[tuple[int, int]] = []
+    position = 0
+    while (opening := _RAW_TEXT_OPEN.search(html, position)) is not None:
+        if opening.group(1) is None:  # a comment: a start tag inside it is no tag
+            position = opening.end()
+            continue
+        name = opening.group(1).lower()
+        ending = re.compile(rf"</{name}[\s/>]", re.IGNORECASE).search(html, opening.end())
+        end = len(html) if ending is None else ending.start()
+        spans.append((opening.end(), end))
+        position = end
+    return spans
+
+
+def _enclosing_span(spans: list[tuple[int, int]], position: int) -> int | None:
+    """The end of the raw-text span that holds `position`, or None."""
+    index = bisect.bisect_right(spans, position, key=lambda span: span[0]) - 1
+    if index >= 0 and spans[index][0] <= position < spans[index][1]:
+        return spans[index][1]
+    return None
 
 
 def _finish(parser: Any, counter: _Counter) -> Element:

@@ -43,13 +43,22 @@ _SPECIAL_BLOCKS: Final = frozenset(
     | _LIST_TAGS
 )
 _PLAIN_BLOCKS: Final = BLOCK_TAGS - _SPECIAL_BLOCKS - {"br"}
-_HANDLED_TAGS: Final = _SPECIAL_BLOCKS | _STRONG_TAGS | _EMPHASIS_TAGS | _CODE_TAGS | {"a", "br"}
+_HANDLED_TAGS: Final = (
+    _SPECIAL_BLOCKS | _STRONG_TAGS | _EMPHASIS_TAGS | _CODE_TAGS | {"a", "br", "img"}
+)
 _MAX_EMPHASIS: Final = 2  # nested emphasis beyond this is plain text
 _MAX_COLUMNS: Final = 32
 _LANGUAGE: Final = re.compile(
     r"(?:^|\s)(?:language|lang|highlight-source|highlight)-([A-Za-z0-9_+#.-]{1,32})"
 )
 _NO_LANGUAGE: Final = frozenset({"default", "none", "text", "plaintext", "nohighlight"})
+# Alt text that describes nothing: a file name or a placeholder word.
+_NOT_A_DESCRIPTION: Final = re.compile(
+    r"\s*(?:[^\s/]+\.(?:jpe?g|png|gif|webp|svg|avif|bmp|tiff?|ico)"
+    r"|image|img|photo|picture|icon|logo|thumbnail|placeholder|null|undefined"
+    r"|[\w.-]*[\d_-][\w.-]*)\s*",  # one token with digits or joiners: an identifier
+    re.IGNORECASE,
+)
 # The visible text of heading permalinks (Sphinx, MkDocs, Docusaurus, GitHub).
 _PERMALINK_SIGNS: Final = frozenset("¶§#🔗⚓ \u200b")
 _BACKTICKS: Final = re.compile(r"`+")
@@ -155,6 +164,8 @@ class Markdown:
                 if not text.strip():
                     return
             piece = " ".join(text.split())
+            if self._links and ("[" in piece or "]" in piece):
+                piece = piece.replace("[", "\\[").replace("]", "\\]")
             if text[0].isspace():
                 piece = " " + piece
             if text[-1].isspace():
@@ -251,6 +262,9 @@ class Markdown:
         if tag == "br":
             self._append(" " if self._inline_only else "\n")
             return None
+        if tag == "img":
+            self._image(element)
+            return None
         return self._enter_block(element, tag)
 
     def _enter_block(self, element: HtmlElement, tag: str) -> _Closer | None:
@@ -303,9 +317,8 @@ class Markdown:
             self._links -= 1
             self._inline_only -= 1
             lead, text, trail = self._take(start)
-            if text:
-                label = text.replace("[", "\\[").replace("]", "\\]")
-                self._append(f"{lead}[{label}]({url}){trail}")
+            if text:  # brackets of the text were escaped as it came in
+                self._append(f"{lead}[{text}]({url}){trail}")
             elif lead:
                 self._append(" ")
 
@@ -325,6 +338,25 @@ class Markdown:
                 self._append(" ")
 
         return close
+
+    def _image(self, element: HtmlElement) -> None:
+        """`![alt](absolute URL)`; an image without alt text is decoration and is left out.
+
+        A lazy-loaded image names its real address in `data-src` while `src`
+        holds a placeholder (often a data: URI, which `resolve` refuses).
+        """
+        alt = element.get("alt")
+        if not alt or self._raw or alt.isspace() or _NOT_A_DESCRIPTION.fullmatch(alt):
+            return
+        url = self._url(element.get("src")) or self._url(element.get("data-src"))
+        if url is None:
+            return
+        if not alt.isascii() and may_hold_invisible(alt):
+            alt, removed = remove_invisible(alt)
+            self.removed += removed
+        alt = " ".join(alt.split()).replace("[", "\\[").replace("]", "\\]")
+        if alt:
+            self._append(f"![{alt}]({url})")
 
     def _url(self, href: str | None) -> str | None:
         if href is None:

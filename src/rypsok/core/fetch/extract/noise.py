@@ -33,7 +33,7 @@ _SKIPPED_TAGS: Final = frozenset(
     {"head", "title", "script", "style", "noscript", "template", "link", "meta", "base"}
     | {"nav", "button", "input", "select", "option", "optgroup", "textarea", "datalist"}
     | {"iframe", "frame", "frameset", "noframes", "object", "embed", "applet", "param"}
-    | {"canvas", "svg", "video", "audio", "source", "track", "picture", "img", "map"}
+    | {"canvas", "svg", "video", "audio", "map"}
     | {"area", "rt", "rp", "annotation", "annotation-xml", "slot"}
 )
 _SECTION_CHROME: Final = frozenset({"header", "footer", "aside"})
@@ -180,6 +180,7 @@ _INLINE_TAGS: Final = frozenset(
     {"a", "b", "strong", "i", "em", "span", "code", "small", "sup", "sub", "abbr", "cite"}
     | {"time", "font", "br", "wbr", "kbd", "samp", "var", "s", "u", "q", "mark", "tt"}
     | {"big", "strike", "del", "ins", "dfn", "bdi", "bdo", "data", "nobr", "ruby", "rb"}
+    | {"img", "picture", "source", "track"}  # libxml2 may nest content in a void source
 )
 
 
@@ -288,6 +289,8 @@ def _open(
             return None
         if tag == "a" and _is_edit_link(attributes.get("href")):
             return None
+        if tag == "img" and stack:
+            return stack[-1]  # no text of its own; the alt text is the renderer's
         is_main = is_main or _role(attributes) == "main"
         if tag not in _HEADING_TAGS and (naming := chrome_naming(attributes)):
             flags |= naming
