@@ -25,6 +25,7 @@ from rypsok.core.fetch.extract.model import HtmlElement
 from rypsok.core.fetch.extract.noise import (
     BLOCK_TAGS,
     CLEANABLE_TAGS,
+    HAS_STRUCTURE,
     HAS_TABLE,
     Analysis,
     is_clutter,
@@ -51,6 +52,7 @@ _MAX_COLUMNS: Final = 32
 _LANGUAGE: Final = re.compile(
     r"(?:^|\s)(?:language|lang|highlight-source|highlight)-([A-Za-z0-9_+#.-]{1,32})"
 )
+_LANGUAGE_NAME: Final = re.compile(r"[A-Za-z0-9_+#.-]{1,32}")
 _NO_LANGUAGE: Final = frozenset({"default", "none", "text", "plaintext", "nohighlight"})
 # Alt text that describes nothing: a file name or a placeholder word.
 _NOT_A_DESCRIPTION: Final = re.compile(
@@ -99,6 +101,7 @@ class Markdown:
         self._last_was_item = False
         self._last_prefix = ""
         self._table: _Table | None = None
+        self._row_lists = 0  # open tables rendered as lists of rows
         self._size = 0
         self.partial = False
         self.removed = 0
@@ -283,6 +286,8 @@ class Markdown:
             return None
         if tag == "table" or (self._table is not None and tag in ("tr", "td", "th", "caption")):
             return self._table_part(element, tag)
+        if tag == "tr" and self._row_lists:
+            return self._item()
         if tag in BLOCK_TAGS:
             self._boundary()
             return self._boundary
@@ -475,6 +480,8 @@ class Markdown:
             self._boundary()
             if table is not None or self._inline_only or nested:
                 return self._boundary  # a layout table: its cells are blocks
+            if stat is not None and stat.flags & HAS_STRUCTURE:
+                return self._table_as_list(element)
             self._table = _Table()
             return self._close_table
         if table is None:  # pragma: no cover - guarded by _enter_block
@@ -483,6 +490,21 @@ class Markdown:
             table.rows.append([])
             return None
         return self._cell(table, caption=tag == "caption")
+
+    def _table_as_list(self, element: HtmlElement) -> _Closer:
+        """A table whose cells hold lists, code or quotes: one list item per row.
+
+        A pipe table cell holds one line, so such a table reads as a list
+        whose items are the rows and whose paragraphs are the cells.
+        """
+        self._row_lists += 1
+        close_list = self._list(element, ordered=False)
+
+        def close() -> None:
+            self._row_lists -= 1
+            close_list()
+
+        return close
 
     def _cell(self, table: _Table, *, caption: bool) -> _Closer:
         start = len(self._inline)
@@ -538,12 +560,18 @@ def _pipe_table(rows: list[list[str]], columns: int) -> list[str]:
 
 
 def _language(element: HtmlElement) -> str:
-    """The language named by a `language-x` class on the `pre`, its `code` or two wrappers."""
+    """The language named by `data-lang` or a `language-x` class, near the `pre`.
+
+    It is looked for on the `pre`, its `code` and two wrappers.
+    """
     parent = element.getparent()
     wrappers = (parent, None if parent is None else parent.getparent())
     for candidate in (element, element.find("code"), *wrappers):
         if candidate is None:
             continue
+        named: str = candidate.get("data-lang") or candidate.get("data-language") or ""
+        if named and _LANGUAGE_NAME.fullmatch(named) and named.lower() not in _NO_LANGUAGE:
+            return named
         match = _LANGUAGE.search(candidate.get("class") or "")
         if match and match.group(1).lower() not in _NO_LANGUAGE:
             return match.group(1)

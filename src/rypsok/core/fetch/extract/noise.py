@@ -143,6 +143,8 @@ class Flag(enum.IntFlag):
     HAS_MAIN = 1024  # a main landmark inside
     # The element's own: its class (not only its id) names chrome.
     CLASS_CHROME = 2048
+    # Gathered: a list, code block, quote or heading inside (a table cell cannot hold it).
+    HAS_STRUCTURE = 4096
 
 
 # The pass combines flags several times per element, and an IntFlag operator
@@ -165,14 +167,17 @@ GATHERED: Final = int(
     | Flag.HAS_FORM
     | Flag.HAS_HEADING
     | Flag.HAS_MAIN
+    | Flag.HAS_STRUCTURE
 )
 CONDITIONAL: Final = int(Flag.CONDITIONAL)
 HAS_HEADING: Final = int(Flag.HAS_HEADING)
 HAS_MAIN: Final = int(Flag.HAS_MAIN)
 CLASS_CHROME: Final = int(Flag.CLASS_CHROME)
+HAS_STRUCTURE: Final = int(Flag.HAS_STRUCTURE)
 _CONTENT_RICH_PARAGRAPHS: Final = 3
 _SECTION_LINK_DENSITY: Final = 0.3
 _HEADING_TAGS: Final = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_STRUCTURE_TAGS: Final = _HEADING_TAGS | {"ul", "ol", "dl", "pre", "blockquote"}
 _NOISE_CANDIDATE_TAGS: Final = _SKIPPED_TAGS | _SECTION_CHROME | {"dialog"}
 _NOTED_TAGS: Final = frozenset({"article", "h1", "h2"})
 # Inline elements without attributes of interest share their parent's measure.
@@ -376,6 +381,8 @@ def _merge(parent: Stat, child: Stat) -> None:
     tag = child.tag
     if tag in BLOCK_TAGS:
         parent.flags |= HAS_BLOCK
+        if tag in _STRUCTURE_TAGS:
+            parent.flags |= HAS_STRUCTURE
     if tag == "table":
         parent.flags |= HAS_TABLE
     elif tag == "h1":
