@@ -1,6 +1,6 @@
 """`python -m bench [NAME ...] [--quick] [--json PATH]`: run benchmarks, print tables.
 
-NAME is one of: overhead, throughput, coldstart, profile, fetch, http. Without a name
+NAME is one of: overhead, throughput, coldstart, profile, fetch, http, extraction. Without a name
 all of them run in that order (`make bench`, about three to four minutes).
 """
 
@@ -18,7 +18,7 @@ import anyio
 
 from bench.common import emit, load_average, machine, production_logging
 
-BENCHMARKS = ("overhead", "throughput", "coldstart", "profile", "fetch", "http")
+BENCHMARKS = ("overhead", "throughput", "coldstart", "profile", "fetch", "http", "extraction")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
