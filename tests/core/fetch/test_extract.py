@@ -740,3 +740,18 @@ def test_attributes_count_toward_the_node_bound() -> None:
     bounded = extract_html(page, base_url=BASE, max_nodes=1_000)
     assert bounded.partial  # 200 elements but 2,000 nodes with their attributes
     assert extract_html(page, base_url=BASE, max_nodes=5_000).partial is False
+
+
+@pytest.mark.req("REQ-CTX-005", "REQ-FETCH-002")
+def test_a_property_that_ends_in_visibility_hides_nothing() -> None:
+    """REQ-CTX-005, REQ-FETCH-002: `backface-visibility: hidden` is not `visibility: hidden`."""
+    style = (
+        "<style>.card { backface-visibility: hidden; -webkit-backface-visibility: hidden }"
+        " .gone { visibility: hidden }</style>"
+    )
+    page = html(f"<div class='card'>{PARAGRAPH}</div><p class='gone'>Hidden words.</p>", style)
+    out = extract_html(page, base_url=BASE).markdown
+    assert "This paragraph is long enough" in out
+    assert "Hidden words." not in out
+    inline = html(f"<div style='backface-visibility:hidden'>{PARAGRAPH}</div>")
+    assert "This paragraph is long enough" in extract_html(inline, base_url=BASE).markdown

@@ -69,6 +69,7 @@ _CHROME_WORDS: Final = frozenset(
     | {"skiplink", "share", "sharing", "social", "related", "recommend", "recommended"}
     | {"promo", "banner", "donate", "donation", "fundraising", "sitenotice", "editsection"}
     | {"editlink", "ad", "ads", "advertisement", "comment", "disqus", "paywall", "subscription"}
+    | {"bio", "authorbio", "biography", "avatar", "hovercard", "outstream", "taboola"}
 )
 # Names often written as one word with a common part: "relatedposts", "sharebar".
 _COMPOUND_HEADS: Final = (

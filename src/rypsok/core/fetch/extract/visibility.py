@@ -32,7 +32,10 @@ _UTILITY_HIDDEN: Final = frozenset(
     | {"visuallyhidden", "screen-reader-text", "screenreader-only"}
 )
 CSS_COMMENT: Final = re.compile(r"/\*.*?(?:\*/|\Z)", re.DOTALL)
-_CSS_HIDING: Final = re.compile(r"display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)", re.I)
+# A property name starts after a boundary: "backface-visibility: hidden" hides nothing.
+_CSS_HIDING: Final = re.compile(
+    r"(?<![\w-])(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse))", re.I
+)
 _SIMPLE_SELECTOR: Final = re.compile(r"\s*[a-zA-Z0-9]*([.#])(-?[_a-zA-Z][\w-]*)\s*")
 _RULE_WINDOW: Final = 4_096  # how far back a rule's braces are looked for
 _RULES_READ: Final = 512  # hiding declarations read per page
@@ -76,7 +79,7 @@ def _collect_hidden(css: str, classes: set[str], ids: set[str]) -> None:
 
 
 _HIDDEN_STYLE: Final = re.compile(
-    r"display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)"
+    r"(?<![\w-])(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse))"
     r"|font-size\s*:\s*0(?:\.0*)?(?:px|em|rem|pt|%)?\s*(?:;|!|$)"
     r"|opacity\s*:\s*0(?:\.0*)?\s*(?:;|!|$)"
     r"|(?:left|top|right|text-indent|margin-left|margin-top)\s*:\s*-\s*\d{4,}"
