@@ -755,3 +755,29 @@ def test_a_property_that_ends_in_visibility_hides_nothing() -> None:
     assert "Hidden words." not in out
     inline = html(f"<div style='backface-visibility:hidden'>{PARAGRAPH}</div>")
     assert "This paragraph is long enough" in extract_html(inline, base_url=BASE).markdown
+
+
+@pytest.mark.req("REQ-FETCH-002", "REQ-PAGE-002")
+def test_an_article_split_into_wrapped_parts_comes_back_whole() -> None:
+    """REQ-FETCH-002, REQ-PAGE-002: parts of one article in separate wrappers are all kept.
+
+    Without landmarks the best-scored part is only the first; an ancestor
+    that adds as much prose again (few links) is the article.
+    """
+
+    def part(name: str, count: int) -> str:
+        paragraphs = "".join(
+            f"<p>{name} paragraph {n}, which carries enough words, commas, and text to count.</p>"
+            for n in range(count)
+        )
+        return f"<div class='wrap'><div class='inner'>{paragraphs}</div></div>"
+
+    links = "".join(f"<li><a href='/t{n}'>Teaser headline number {n}</a></li>" for n in range(12))
+    page = html(
+        f"<div class='page'>{part('First', 6)}{part('Second', 3)}{part('Third', 3)}</div>"
+        f"<div class='more'><ul>{links}</ul></div>"
+    )
+    out = extract_html(page, base_url=BASE).markdown
+    for name in ("First", "Second", "Third"):
+        assert f"{name} paragraph 2," in out
+    assert "Teaser headline" not in out

@@ -28,6 +28,11 @@ _ARTICLE_SHARE_OF_ARTICLES: Final = 0.6
 _NEAR_TOP: Final = 0.75  # an alternative candidate scores this share of the top
 _ALTERNATIVES: Final = 5
 _ALTERNATIVES_TO_PROMOTE: Final = 3
+_WIDEN_LEVELS: Final = 6
+_WIDEN_MIN_PARAGRAPHS: Final = 3
+_WIDEN_PARAGRAPH_FACTOR: Final = 1.5
+_WIDEN_LINK_DENSITY: Final = 0.2
+_WIDEN_PROSE_SHARE: Final = 0.8
 _SIBLING_SHARE: Final = 0.2
 _SIBLING_MIN_SCORE: Final = 10.0
 _SIBLING_PARAGRAPH_CHARS: Final = 80
@@ -81,7 +86,37 @@ def _top_candidate(analysis: Analysis) -> Stat | None:
         stat.score = score  # from here on, the final score
     top = ranked[0][1]
     near = [stat for score, stat in ranked[1 : 1 + _ALTERNATIVES] if score >= _NEAR_TOP * top.score]
-    return _promote(top, near, analysis)
+    return _widen(_promote(top, near, analysis), analysis)
+
+
+def _widen(top: Stat, analysis: Analysis) -> Stat:
+    """An ancestor that adds much more prose of the same kind: an article split in parts.
+
+    Templates cut one article into sections, each in its own wrappers, and
+    the best-scored part is then only one of them. An ancestor a few levels
+    up is taken when it holds half again as many paragraphs and what it adds
+    is prose (few links), not a list of teasers.
+    """
+    best = top
+    for level, ancestor in enumerate(top.element.iterancestors()):
+        if level >= _WIDEN_LEVELS or ancestor.tag in ("body", "html"):
+            break
+        stat = analysis.stats.get(ancestor)
+        if stat is None or ancestor in analysis.noise:
+            break
+        added_chars = stat.chars - best.chars
+        added_paragraphs = stat.paragraphs - best.paragraphs
+        if added_paragraphs < _WIDEN_MIN_PARAGRAPHS or added_chars <= 0:
+            continue
+        added_density = (stat.link_chars - best.link_chars) / added_chars
+        added_prose = (stat.paragraph_chars - best.paragraph_chars) / added_chars
+        if (
+            stat.paragraphs >= _WIDEN_PARAGRAPH_FACTOR * best.paragraphs
+            and added_density <= _WIDEN_LINK_DENSITY
+            and added_prose >= _WIDEN_PROSE_SHARE
+        ):
+            best = stat
+    return best
 
 
 def _promote(top: Stat, near: list[Stat], analysis: Analysis) -> Stat:

@@ -193,7 +193,17 @@ _INLINE_TAGS: Final = frozenset(
 class Stat:
     """Measures of one element's rendered subtree."""
 
-    __slots__ = ("chars", "commas", "element", "flags", "link_chars", "paragraphs", "score", "tag")
+    __slots__ = (
+        "chars",
+        "commas",
+        "element",
+        "flags",
+        "link_chars",
+        "paragraph_chars",
+        "paragraphs",
+        "score",
+        "tag",
+    )
 
     def __init__(self, element: HtmlElement, tag: str, flags: int) -> None:
         self.element = element
@@ -203,6 +213,7 @@ class Stat:
         self.link_chars = 0
         self.commas = 0
         self.paragraphs = 0
+        self.paragraph_chars = 0  # text inside paragraphs of 25+ characters
         self.score = 0.0
 
     def add_text(self, text: str) -> None:
@@ -335,6 +346,7 @@ def _close(element: HtmlElement, stack: list[Stat], analysis: Analysis) -> None:
         tag in _PARAGRAPH_TAGS or (tag == "div" and not stat.flags & HAS_BLOCK)
     ):
         stat.paragraphs += 1
+        stat.paragraph_chars = stat.chars
         _score_ancestors(stat, stack, analysis)
     if not stack:
         return
@@ -378,6 +390,7 @@ def _merge(parent: Stat, child: Stat) -> None:
     parent.link_chars += child.link_chars
     parent.commas += child.commas
     parent.paragraphs += child.paragraphs
+    parent.paragraph_chars += child.paragraph_chars
     parent.flags |= child.flags & GATHERED
     tag = child.tag
     if tag in BLOCK_TAGS:
