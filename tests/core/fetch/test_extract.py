@@ -770,11 +770,11 @@ def test_an_article_split_into_wrapped_parts_comes_back_whole() -> None:
             f"<p>{name} paragraph {n}, which carries enough words, commas, and text to count.</p>"
             for n in range(count)
         )
-        return f"<div class='wrap'><div class='inner'>{paragraphs}</div></div>"
+        return f"<div class='part'><div class='lines'>{paragraphs}</div></div>"
 
     links = "".join(f"<li><a href='/t{n}'>Teaser headline number {n}</a></li>" for n in range(12))
     page = html(
-        f"<div class='page'>{part('First', 6)}{part('Second', 3)}{part('Third', 3)}</div>"
+        f"<div class='column'>{part('First', 6)}{part('Second', 3)}{part('Third', 3)}</div>"
         f"<div class='more'><ul>{links}</ul></div>"
     )
     out = extract_html(page, base_url=BASE).markdown
