@@ -101,6 +101,14 @@ _COMPOUND_MODIFIERS: Final = frozenset(
     | {"mobile", "primary", "secondary", "footer", "header", "social", "jp", "wp"}
 )
 _MIN_COMPOUND_CHARS: Final = 6
+# One regex (in C) instead of a loop over the names for each word of each class.
+_COMPOUND: Final = re.compile(
+    "(?:({heads})(?:{parts})s?)|(?:(?:{modifiers})({heads}))".format(
+        heads="|".join(_COMPOUND_HEADS),
+        parts="|".join(sorted(_COMPOUND_PARTS, key=len, reverse=True)),
+        modifiers="|".join(sorted(_COMPOUND_MODIFIERS, key=len, reverse=True)),
+    )
+)
 _WORD: Final = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _NAME_WEIGHT: Final = 25
 
@@ -483,10 +491,8 @@ def _singular(word: str) -> str:
 def _compound_names(word: str) -> Iterator[str]:
     if len(word) < _MIN_COMPOUND_CHARS:
         return
-    for name in _COMPOUND_HEADS:
-        head = word.startswith(name) and _singular(word[len(name) :]) in _COMPOUND_PARTS
-        if head or (word.endswith(name) and word[: -len(name)] in _COMPOUND_MODIFIERS):
-            yield name
+    if (match := _COMPOUND.fullmatch(word)) is not None:
+        yield match.group(1) or match.group(2)
 
 
 def _name_words(attributes: Mapping[str, str]) -> frozenset[str]:
