@@ -215,6 +215,13 @@ class Markdown:
             self._emit([text])
 
     def _emit(self, lines: list[str]) -> None:
+        if not self._prefix and not self._last_prefix and len(lines) == 1:
+            # The common case, a top-level paragraph: a blank line, then the text.
+            if self._lines:
+                self._lines.append("")
+            self._lines.append(lines[0])
+            self._last_was_item = False
+            return
         prefix = "".join(self._prefix)
         first = prefix
         is_item = self._marker is not None
