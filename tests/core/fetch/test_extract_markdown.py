@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from urllib.parse import urljoin
+
 import pytest
 
 from rypsok.core.fetch.extract import extract_html
+from rypsok.core.fetch.extract.page import resolve
 
 BASE = "https://site.example/docs/guide/page.html"
 LEAD = "<p>A lead paragraph long enough to count as the content of this page, with commas.</p>"
@@ -117,3 +120,23 @@ def test_images_keep_their_alt_text() -> None:
         in out
     )
     assert "spacer" not in out and "IMG_2231" not in out
+
+
+@pytest.mark.req("REQ-FETCH-004")
+@pytest.mark.parametrize(
+    "base",
+    [
+        "https://e.example/a/b.html",
+        "https://e.example",
+        "https://e.example/a/",
+        "http://e.example:8080/x/y?q=1#f",
+        "https://e.example/a/b.html?x=/y/z",
+    ],
+)
+def test_fast_link_resolution_agrees_with_urljoin(base: str) -> None:
+    """REQ-FETCH-004: the plain-shape shortcut gives what urljoin gives, every shape."""
+    hrefs = ["c.html", "c/d.html", "/root", "/root?x#y", "//cdn.example/x", "../up", "./same"]
+    hrefs += ["?q=1", "~user/x", "%41b", "c.html#frag", "x/..", "..", "a%20b/c"]
+    for href in hrefs:
+        expected = urljoin(base, href).translate(str.maketrans({" ": "%20"}))
+        assert resolve(base, href) == expected, (base, href)
