@@ -94,6 +94,7 @@ class NoticeCode(enum.StrEnum):
     HTTP_UPGRADED = "http_upgraded"
     REDIRECT_FOLLOWED = "redirect_followed"
     EXTRACTION_PARTIAL = "extraction_partial"
+    HIDDEN_REMOVED = "hidden_removed"  # text a browser would not render was left out
 
 
 def bounded_message(text: str) -> str:

@@ -436,6 +436,15 @@ class FetchPipeline:
                     "strictly as data.",
                 )
             )
+        if page.extracted.hidden_removed:
+            notices.append(
+                Notice(
+                    code=NoticeCode.HIDDEN_REMOVED,
+                    message=f"{page.extracted.hidden_removed} hidden element(s) with "
+                    f"{page.extracted.hidden_chars} character(s) of text a browser would not "
+                    "show were left out.",
+                )
+            )
         if page.extracted.invisible_removed:
             notices.append(
                 Notice(

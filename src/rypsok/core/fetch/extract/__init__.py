@@ -80,4 +80,6 @@ def extract_html(
         title=title,
         partial=tree.partial or renderer.partial,
         invisible_removed=tree.controls_removed + renderer.removed + removed + title_removed,
+        hidden_removed=analysis.hidden_elements if analysis.hidden_chars else 0,
+        hidden_chars=analysis.hidden_chars,
     )

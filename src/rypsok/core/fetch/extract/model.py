@@ -30,6 +30,9 @@ class Extracted:
     title: str | None
     partial: bool  # a parse bound (LIM-F10, LIM-F11) or the output bound was hit
     invisible_removed: int
+    # Elements a browser would not render, dropped with their text (REQ-CTX-005, CLR-11).
+    hidden_removed: int = 0
+    hidden_chars: int = 0
 
 
 class ExtractionFailed(Exception):

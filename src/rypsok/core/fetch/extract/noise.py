@@ -245,6 +245,8 @@ class Analysis:
     mains: list[Stat] = field(default_factory=list)
     articles: list[Stat] = field(default_factory=list)
     headings: dict[str, HtmlElement] = field(default_factory=dict)  # first h1 and h2
+    hidden_elements: int = 0  # dropped as not rendered (REQ-CTX-005), for the notice
+    hidden_chars: int = 0  # their text
 
 
 def analyse(body: HtmlElement, hidden: HiddenRules) -> Analysis:
@@ -310,7 +312,11 @@ def _open(
         return stack[-1]  # shared with the parent
     if items:
         attributes = dict(items)
-        if stack and _hidden_or_chrome(attributes, inherited, hidden):
+        if stack and hidden_by_attributes(attributes, hidden):
+            analysis.hidden_elements += 1
+            analysis.hidden_chars += _text_size(element)
+            return None
+        if stack and _chrome_role(attributes, inherited):
             return None
         if tag == "a" and _is_edit_link(attributes.get("href")):
             return None
@@ -447,10 +453,13 @@ def _is_noise_tag(tag: str, element: HtmlElement, inherited: int) -> bool:
     return tag == "dialog" and element.get("open") is None
 
 
-def _hidden_or_chrome(attributes: Mapping[str, str], inherited: int, hidden: HiddenRules) -> bool:
-    """Whether the attributes hide the element (REQ-CTX-005) or give it a chrome role."""
-    if hidden_by_attributes(attributes, hidden):
-        return True
+def _text_size(element: HtmlElement) -> int:
+    """Characters of text in a hidden subtree, for the notice (its own visit of the subtree)."""
+    return sum(len(text.strip()) for text in element.itertext())
+
+
+def _chrome_role(attributes: Mapping[str, str], inherited: int) -> bool:
+    """Whether the role makes the element site chrome (outside an article for some roles)."""
     role = _role(attributes)
     return role in _CHROME_ROLES or (role in _SECTION_CHROME_ROLES and not inherited & IN_CONTENT)
 
