@@ -27,6 +27,7 @@ from rypsok.core.engines.base import (
     SearchParams,
     classify_status,
 )
+from rypsok.core.engines.transport import EngineEgress
 from rypsok.core.metrics import Metrics
 from rypsok.core.search.aggregate import SearchPipeline
 from rypsok.core.services import Services, user_agent
@@ -104,7 +105,7 @@ def bench_pipeline(
 ) -> tuple[SearchPipeline, EgressClient, Metrics]:
     egress = egress_client(config)
     metrics = Metrics()
-    return SearchPipeline(drivers, egress, config, metrics), egress, metrics
+    return SearchPipeline(drivers, EngineEgress(egress), config, metrics), egress, metrics
 
 
 def services_with(drivers: list[Driver], config: Config) -> Services:
@@ -116,5 +117,7 @@ def services_with(drivers: list[Driver], config: Config) -> Services:
     """
     services = Services(config)
     services.engines = [(driver, True) for driver in drivers]
-    services.search_pipeline = SearchPipeline(drivers, services.egress, config, services.metrics)
+    services.search_pipeline = SearchPipeline(
+        drivers, EngineEgress(services.egress), config, services.metrics
+    )
     return services

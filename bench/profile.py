@@ -41,6 +41,7 @@ from rypsok.core.boundary.instructions import looks_like_instruction
 from rypsok.core.boundary.text import clean_text
 from rypsok.core.engines import registry
 from rypsok.core.engines.base import EngineResponse, EngineSettings, RawHit, SearchParams
+from rypsok.core.engines.transport import EngineEgress
 from rypsok.core.search.rank import Candidate, rank_results
 from rypsok.core.search.urls import ResultUrl, normalize_result_url
 from rypsok.mcp.server import build_server
@@ -145,7 +146,7 @@ async def _egress_cost(base_url: str, requests: int) -> list[list[object]]:
     request = driver.build_request(SearchParams(query="egress cost"))
 
     async def get() -> None:
-        await egress.engine_get(
+        await EngineEgress(egress).engine_get(
             request,
             explicit_endpoint=True,
             max_body_bytes=driver.admission.max_body_bytes,

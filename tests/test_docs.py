@@ -14,6 +14,7 @@ import pytest
 from rypsok.core import contract
 from rypsok.core.config import parse_config
 from rypsok.core.engines.registry import known_ids
+from tests.mcp.http_support import make_test_ca
 from tests.support import child_env
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -27,7 +28,15 @@ def fenced(path: pathlib.Path, language: str) -> list[str]:
 def with_secret_files(block: str, directory: pathlib.Path) -> str:
     """The example with each `{ file = "..." }` pointing at a real file, as on a host."""
     directory.mkdir()
+    # `check` loads the TLS pair, so TLS references get a real, matching pair.
+    tls = make_test_ca(directory)
+    tls_files = {"tls_cert": tls.cert_file, "tls_key": tls.key_file}
+    for key, name in re.findall(r'(\w+)\s*=\s*\{ file = "([^"]+)"', block):
+        if key in tls_files:
+            block = block.replace(f'file = "{name}"', f'file = "{tls_files[key]}"')
     for index, name in enumerate(dict.fromkeys(re.findall(r'file = "([^"]+)"', block))):
+        if pathlib.Path(name).is_relative_to(directory):
+            continue
         secret = directory / f"secret-{index}"
         secret.write_text(f"example-secret-{index}\n", encoding="utf-8")
         block = block.replace(f'file = "{name}"', f'file = "{secret}"')

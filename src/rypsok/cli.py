@@ -2,8 +2,13 @@
 
 Exit codes: 0 success, 1 configuration error, 2 usage error. `serve` writes
 nothing to standard output but MCP messages; diagnostics are JSON lines on
-standard error. `check` reports to standard output for a person, and checks
-the HTTP mode's configuration too when the file has an `[http]` table.
+standard error. `check` builds everything `serve` builds before it listens
+(the services with their egress client, proxy and engines; with an `[http]`
+table the HTTP plan and the TLS context), so a configuration `check` accepts
+starts, and one `serve` refuses is refused by `check` with the same message.
+It reports to standard output for a person. A configuration problem ends
+either command with exit 1 and one `configuration_refused` line, never a
+traceback.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Sequence
 from rypsok import __version__
 from rypsok.core import logs
 from rypsok.core.config import Config, ConfigError
-from rypsok.core.http_policy import check_http, http_configured, plan_http
+from rypsok.core.http_policy import HttpPlan, http_configured, plan_http, tls_server_context
 from rypsok.core.services import engine_states, load_configuration
 
 EXIT_OK = 0
@@ -56,19 +61,41 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _check(config: Config) -> int:
-    http_problems = check_http(config) if http_configured(config) else []
-    if http_problems:
-        logs.event(log, "configuration_refused", logging.ERROR, problem="; ".join(http_problems))
+    """Build what `serve` builds before it listens; any refusal is exit 1 naming the key."""
+    try:
+        _build_and_close(config)
+        plan = _http_plan(config) if http_configured(config) else None
+    except ConfigError as exc:
+        logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
         return EXIT_CONFIG
     lines = ["configuration OK"]
     lines += [f"  engine {engine_id}: {state}" for engine_id, state in engine_states(config)]
-    if http_configured(config):
-        plan = plan_http(config)
+    if plan is not None:
         lines.append(f"  http: {plan.url} ({plan.mode}, {len(plan.keys)} caller(s))")
     else:
         lines.append("  http: not configured ('serve --transport http' needs [[http.keys]])")
     sys.stdout.write("\n".join(lines) + "\n")
     return EXIT_OK
+
+
+def _build_and_close(config: Config) -> None:
+    """The services exactly as `serve` builds them (egress, proxy, engines, pipelines)."""
+    import anyio  # noqa: PLC0415
+
+    from rypsok.core.services import Services  # noqa: PLC0415
+
+    async def build() -> None:
+        await Services(config).aclose()
+
+    anyio.run(build)
+
+
+def _http_plan(config: Config) -> HttpPlan:
+    """The HTTP plan with its TLS context loaded, as the listener will load it."""
+    plan = plan_http(config)
+    if plan.tls_cert_file is not None and plan.tls_key_file is not None:
+        tls_server_context(plan.tls_cert_file, plan.tls_key_file)
+    return plan
 
 
 def _serve_stdio(config: Config) -> int:
@@ -78,16 +105,21 @@ def _serve_stdio(config: Config) -> int:
     from rypsok.core.services import Services  # noqa: PLC0415
     from rypsok.mcp.stdio import serve_stdio  # noqa: PLC0415
 
+    try:
+        services = Services(config)
+    except ConfigError as exc:
+        logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
+        return EXIT_CONFIG
     for engine_id, state in engine_states(config):
         logs.event(log, "engine", engine=engine_id, state=state)
     logs.event(log, "serving", transport="stdio", version=__version__)
-    anyio.run(serve_stdio, Services(config))
+    anyio.run(serve_stdio, services)
     return EXIT_OK
 
 
 def _serve_http(config: Config) -> int:
     try:
-        plan = plan_http(config)
+        plan = _http_plan(config)
     except ConfigError as exc:
         logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
         return EXIT_CONFIG

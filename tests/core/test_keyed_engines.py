@@ -50,7 +50,7 @@ async def test_canary_key_reaches_only_its_own_origin(
     monkeypatch.setenv("RYPSOK_TEST_BRAVE", CANARY)
     monkeypatch.setenv("RYPSOK_TEST_MOJEEK", CANARY)
     routes = {p: Route.fixture(e, OK_FIXTURES[e]) for e, p in ENGINE_PATHS.items()}
-    routes[f"{BRAVE}/web/search"] = json_route("brave", "web_ok.json")
+    routes[f"{BRAVE}/web/search"] = json_route("brave", "ok.json")
     routes[MOJEEK] = json_route("mojeek", "ok.json")
     async with ProviderServer(routes) as server:
         services = Services(keyed_config(server.base_url))
@@ -87,7 +87,7 @@ async def test_region_and_safe_search_reach_the_engines_that_take_them(
     """REQ-SEARCH-008: the operator's region and safe-search level are passed on, not exposed."""
     monkeypatch.setenv("RYPSOK_TEST_BRAVE", CANARY)
     routes = {p: Route.fixture(e, OK_FIXTURES[e]) for e, p in ENGINE_PATHS.items()}
-    routes[f"{BRAVE}/web/search"] = json_route("brave", "web_ok.json")
+    routes[f"{BRAVE}/web/search"] = json_route("brave", "ok.json")
     async with ProviderServer(routes) as server:
         config = keyed_config(server.base_url, search={"region": "de", "safe_search": "strict"})
         services = Services(config)

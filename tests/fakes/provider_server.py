@@ -16,7 +16,9 @@ last one repeats. Unknown paths answer 404.
 
 Every request is recorded before it is answered: method, path, query
 parameters, lower-cased headers and its monotonic arrival time, so tests can
-assert on the wire (spacing, User-Agent, absent credential headers).
+assert on the wire (spacing, User-Agent, absent credential headers). The
+paths of complete answers are kept in the order they were written
+(`answered`), so a test can show that its delays reordered the answers.
 """
 
 from __future__ import annotations
@@ -153,6 +155,9 @@ class ProviderServer:
         # Monotonic times at which a client closed a connection whose request hangs:
         # the evidence that rypsok aborted a request in flight.
         self.hangups: list[float] = []
+        # Paths in the order their answers were completely written: the order in
+        # which answers reached the client, which delays are meant to shuffle.
+        self.answered: list[str] = []
 
     def route(self, path: str, *routes: Route) -> None:
         """Answer `path` with these routes in turn; the last one repeats."""
@@ -261,6 +266,7 @@ class ProviderServer:
                 await writer.drain()
                 if await self._pause(route.trickle.interval_s):
                     return False
+        self.answered.append(request.path)
         return keep_alive
 
     async def _hang(self, reader: asyncio.StreamReader) -> None:

@@ -614,7 +614,9 @@ def free_port() -> int:
     return port
 
 
-@pytest.mark.req("REQ-SEC-018", "REQ-DEP-002", "REQ-MCP-003", "REQ-OPS-002", "REQ-TEST-014")
+@pytest.mark.req(
+    "REQ-SEC-018", "REQ-DEP-002", "REQ-MCP-003", "REQ-OPS-002", "REQ-TEST-014", "REQ-OBS-008"
+)
 async def test_network_mode_end_to_end_never_logs_a_key(tmp_path: pathlib.Path) -> None:
     """REQ-DEP-002, REQ-SEC-018: `rypsok serve --transport http` serves; no key in any output."""
     table = {p: Route.fixture(e, OK_FIXTURES[e]) for e, p in ENGINE_PATHS.items()}
@@ -677,6 +679,9 @@ async def test_network_mode_end_to_end_never_logs_a_key(tmp_path: pathlib.Path) 
     assert serving["mode"] == "loopback_plain" and "certificate" in serving["certificate"]
     assert serving["url"] == url
     assert any(r["event"] == "shutdown" and r["reason"] == "sigterm" for r in records)
+    # REQ-OBS-008: the counters leave the HTTP process too, as its last line.
+    assert records[-1]["event"] == "metrics" and records[-1]["reason"] == "shutdown"
+    assert set(records[-1]["calls"]) <= {"web_search"}
     statuses = [r["status"] for r in records if r["event"] == "http_request"]
     assert statuses.count(401) == 3 and 421 in statuses
     for secret in (CANARY, WRONG, KEY_B, CANARY[len("rk_canary_") :], WRONG[len("rk_wrong_") :]):

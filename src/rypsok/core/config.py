@@ -14,9 +14,12 @@ fails when the two differ.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import pathlib
+import re
 import tomllib
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal, get_args, get_origin
 
@@ -26,6 +29,10 @@ from rypsok.core import limits
 
 SCHEMA_VERSION = 1
 CONFIG_ENV = "RYPSOK_CONFIG"
+# ISO 639-1 has 183 codes; one spare keeps a new code from being refused.
+LANGUAGES_MAX = 184
+# Not a limit of the limits table: how often the counters leave the process.
+METRICS_INTERVAL_S = 300
 
 
 class ConfigError(Exception):
@@ -118,7 +125,9 @@ class SearchConfig(_Section):
         default=(), description="engine ids, most preferred first; others follow in default order"
     )
     languages: StrList = Field(
-        default=("en",), description="languages callers may ask for (ISO 639-1)"
+        default=("en",),
+        description="languages callers may ask for (ISO 639-1), each once, at most "
+        f"{LANGUAGES_MAX}",
     )
     default_language: str | None = Field(
         default=None, description="language used when the caller gives none; none = no selection"
@@ -132,12 +141,28 @@ class SearchConfig(_Section):
         default=False, description="drop results whose text looks like instructions"
     )
 
+    @field_validator("preference")
+    @classmethod
+    def _preference_has_no_duplicates(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # A repeated id would ask that engine twice per search (and name it twice in
+        # engine_status): the operator meant something else, so say so.
+        repeated = sorted({engine_id for engine_id in value if value.count(engine_id) > 1})
+        if repeated:
+            raise ValueError(f"each engine id may appear once; repeated: {', '.join(repeated)}")
+        return value
+
     @field_validator("languages")
     @classmethod
     def _languages_are_codes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for code in value:
             if not (len(code) == 2 and code.isascii() and code.islower() and code.isalpha()):
                 raise ValueError("each language must be a two-letter ISO 639-1 code")
+        if len(set(value)) != len(value):
+            raise ValueError("each language may appear once")
+        # Every code is an enumeration value of web_search's schema: the bound keeps the
+        # tool definitions within LIM-I1 however many languages are listed (REQ-MCP-008).
+        if len(value) > LANGUAGES_MAX:
+            raise ValueError(f"at most {LANGUAGES_MAX} languages (ISO 639-1 has 183 codes)")
         return value
 
 
@@ -209,10 +234,69 @@ class FetchConfig(_Section):
         return value
 
 
+# A host rule: an ASCII name (A-labels for IDNs), or ".name" for it and its subdomains.
+_HOST_RULE = re.compile(
+    r"\.?(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)"
+    r"(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*",
+    re.IGNORECASE,
+)
+
+
+def _rule_problem(text: str) -> str | None:
+    """Why an egress rule would not do what it says, or None (the egress layer reads it)."""
+    try:
+        ipaddress.ip_network(text, strict=True)
+    except ValueError:
+        pass
+    else:
+        return None
+    if "/" in text or ":" in text or text.replace(".", "").isdigit():
+        # Without this, '10.0.0.1/8' (host bits set) became a host name matching nothing.
+        return "is not a network: give an address or CIDR with the host bits zero (10.0.0.0/8)"
+    if not _HOST_RULE.fullmatch(text.rstrip(".")):
+        return "is neither a network nor a host name (ASCII, xn-- for IDNs; '.name' for subdomains)"
+    return None
+
+
 class EgressConfig(_Section):
     allow: StrList = Field(default=(), description="CIDR or host rules that allow")
     deny: StrList = Field(default=(), description="CIDR or host rules that deny; win")
-    proxy: str | None = Field(default=None, description="REQ-RES-008 proxy for engine requests")
+
+    @field_validator("allow", "deny")
+    @classmethod
+    def _rules_say_what_they_mean(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for index, rule in enumerate(value):
+            problem = _rule_problem(rule)
+            if problem is not None:
+                raise ValueError(f"entry {index} {problem}")
+        return value
+
+    proxy: str | None = Field(
+        default=None,
+        description="REQ-RES-008 http:// or https:// proxy for engine requests; no credentials "
+        "in the URL (REQ-CFG-004)",
+    )
+
+    @field_validator("proxy")
+    @classmethod
+    def _proxy_is_plain_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        # The value is never echoed: a refused proxy URL may carry a password.
+        parts = urllib.parse.urlsplit(value)
+        if "@" in parts.netloc:
+            raise ValueError(
+                "inline credentials are refused (secrets by reference only); rypsok does not "
+                "authenticate to a proxy, so give a proxy that admits this host without a "
+                "password"
+            )
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http:// or https:// URL with a host")
+        try:
+            parts.port  # noqa: B018 (property access validates the port)
+        except ValueError:
+            raise ValueError("the port must be a number from 1 to 65535") from None
+        return value
 
 
 class PrivacyConfig(_Section):
@@ -220,7 +304,18 @@ class PrivacyConfig(_Section):
         default=limits.CREDENTIAL_CHECK_DEFAULT, description="LIM-P1"
     )
     log_queries: bool = Field(
-        default=limits.LOG_QUERIES_DEFAULT, description="LIM-P3 log queries at debug level"
+        default=limits.LOG_QUERIES_DEFAULT,
+        description="LIM-P3 log each web_search query (credentials masked) as a debug line "
+        "`query`; start-up warns `query_logging_on`",
+    )
+
+
+class LoggingConfig(_Section):
+    metrics_interval_s: int = Field(
+        default=METRICS_INTERVAL_S,
+        ge=0,
+        le=86_400,
+        description="REQ-OBS-008 seconds between `metrics` summary log lines; 0 = only at shutdown",
     )
 
 
@@ -268,7 +363,6 @@ class HttpConfig(_Section):
     )
     request_ms: int = _bounded(limits.HTTP_REQUEST_MS, (1_000, 600_000), "LIM-H5")
     sessions: int = _bounded(limits.HTTP_SESSIONS, limits.HTTP_SESSIONS_RANGE, "LIM-H6")
-    http2_streams: int = _bounded(limits.HTTP2_STREAMS, limits.HTTP2_STREAMS_RANGE, "LIM-H4")
     handshake_revisions: bool = Field(
         default=True,
         description="REQ-MCP-006 serve the handshake-based revisions (sessions) besides the "
@@ -317,6 +411,7 @@ class Config(_Section):
     fetch: FetchConfig = FetchConfig()
     egress: EgressConfig = EgressConfig()
     privacy: PrivacyConfig = PrivacyConfig()
+    logging: LoggingConfig = LoggingConfig()
     output: OutputConfig = OutputConfig()
     tools: ToolsConfig = ToolsConfig()
     operator: OperatorConfig = OperatorConfig()
@@ -372,11 +467,22 @@ def _describe(error: Mapping[str, Any]) -> str:
     return f"key '{key}': {error['msg'].split(',')[0].lower()}"
 
 
+def _toml_type(value: object) -> str:
+    names = {bool: "boolean", float: "float", str: "string", list: "array", dict: "table"}
+    return names.get(type(value), "date or time")
+
+
 def parse_config(data: Mapping[str, Any], known_engines: frozenset[str]) -> Config:
     """Validate a decoded TOML document; raises ConfigError naming the key."""
     if "schema_version" not in data:
         raise ConfigError("key 'schema_version' is missing: a configuration file must set it to 1")
-    if data["schema_version"] != SCHEMA_VERSION:
+    version = data["schema_version"]
+    if type(version) is not int:  # TOML's true and 1.0 equal 1 in Python: not a version
+        raise ConfigError(
+            f"key 'schema_version': must be the integer {SCHEMA_VERSION}, "
+            f"not a {_toml_type(version)}"
+        )
+    if version != SCHEMA_VERSION:
         raise ConfigError(
             f"key 'schema_version': version {data['schema_version']!r} is not supported; "
             f"this rypsok reads version {SCHEMA_VERSION}"

@@ -27,6 +27,7 @@ generated from `ToolSpec`s here; the MCP adapter only translates them
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -82,6 +83,8 @@ class NoticeCode(enum.StrEnum):
     ENGINE_FAILED = "engine_failed"  # an engine failed; the call is partial
     ENGINE_SKIPPED = "engine_skipped"  # an engine's circuit is open; the call is partial
     ENGINE_NOT_APPLICABLE = "engine_not_applicable"  # cannot honour language/time/query length
+    ENGINE_NOT_ASKED = "engine_not_asked"  # its rate limit leaves no turn before the deadline
+    ENGINE_PAUSED = "engine_paused"  # the provider's Retry-After pauses it past the deadline
     TITLE_SHORTENED = "title_shortened"
     SNIPPET_SHORTENED = "snippet_shortened"
     MARKUP_REMOVED = "markup_removed"
@@ -163,7 +166,9 @@ class EngineHealth(_Wire):
     median_latency_ms: int | None
 
 
-class _Envelope(_Wire):
+class Envelope(_Wire):
+    """The object every tool answers with; each tool's output model adds its data fields."""
+
     outcome: Outcome
     notices: list[Notice] = []
     error: ErrorInfo | None = None
@@ -173,11 +178,11 @@ class _Envelope(_Wire):
         return self.model_dump(mode="json", exclude_none=True)
 
 
-class WebSearchOutput(_Envelope):
+class WebSearchOutput(Envelope):
     results: list[SearchResult] | None = None
 
 
-class WebFetchOutput(_Envelope):
+class WebFetchOutput(Envelope):
     url: str | None = Field(
         default=None, max_length=limits.URL_MAX_CHARS, json_schema_extra=EXTERNAL
     )
@@ -186,7 +191,7 @@ class WebFetchOutput(_Envelope):
     next_start_char: int | None = None
 
 
-class EngineStatusOutput(_Envelope):
+class EngineStatusOutput(Envelope):
     engines: list[EngineHealth] | None = None
 
     def wire(self) -> dict[str, Any]:
@@ -207,6 +212,33 @@ class ToolError(Exception):
         self.info = ErrorInfo(
             kind=kind, message=bounded_message(message), detail=ErrorDetail(**detail)
         )
+
+
+# -- checked arguments, one type per tool (REQ-MCP-004) ----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WebSearchArguments:
+    query: str  # at most LIM-S1 characters as given; trimming is the service's
+    category: str
+    max_results: int
+    language: str | None  # the caller's, else the operator's default language
+    time_range: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WebFetchArguments:
+    url: str  # at most LIM-F9 characters as given
+    max_chars: int
+    start_char: int
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStatusArguments:
+    pass
+
+
+ToolArguments = WebSearchArguments | WebFetchArguments | EngineStatusArguments
 
 
 # -- tool specifications --------------------------------------------------------------------
@@ -247,7 +279,8 @@ class ToolSpec:
     title: str
     description: str
     params: tuple[Param, ...]
-    output_model: type[_Envelope]
+    output_model: type[Envelope]
+    arguments_type: type[ToolArguments]
     open_world: bool
     annotations: Mapping[str, bool] = field(default_factory=dict)
 
@@ -317,6 +350,7 @@ def web_search_spec(
         ),
         params=tuple(params),
         output_model=WebSearchOutput,
+        arguments_type=WebSearchArguments,
         open_world=True,
     )
 
@@ -343,6 +377,7 @@ def web_fetch_spec(max_chars_default: int, max_chars_ceiling: int) -> ToolSpec:
         ),
         params=params,
         output_model=WebFetchOutput,
+        arguments_type=WebFetchArguments,
         open_world=True,
     )
 
@@ -358,6 +393,7 @@ def engine_status_spec() -> ToolSpec:
         ),
         params=(),
         output_model=EngineStatusOutput,
+        arguments_type=EngineStatusArguments,
         open_world=False,
     )
 
@@ -387,6 +423,13 @@ def _check_value(spec: ToolSpec, param: Param, value: object) -> str | int | boo
         return value
     if not isinstance(value, str):
         raise _invalid(f"{name} must be a string.", parameter=name)
+    if param.max_length is not None and len(value) > param.max_length:
+        # The schema's maxLength counts code points of the value as sent (LIM-U1).
+        raise _invalid(
+            f"{name} must have at most {param.max_length} characters.",
+            parameter=name,
+            maximum=param.max_length,
+        )
     if param.enum is not None and value not in param.enum:
         valid = ", ".join(param.enum) or "(none configured)"
         raise _invalid(
@@ -395,17 +438,38 @@ def _check_value(spec: ToolSpec, param: Param, value: object) -> str | int | boo
     return value
 
 
-def validate_arguments(spec: ToolSpec, arguments: Mapping[str, object] | None) -> dict[str, Any]:
-    """Checked arguments with defaults filled in, or ToolError(invalid_request)."""
+# A name the caller may see repeated: short plain ASCII, so it can carry no
+# instruction or markup back into the caller's context (REQ-SEC-001).
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_]{1,40}")
+
+
+def _unknown_parameter(spec: ToolSpec, unknown: list[str], valid: list[str]) -> ToolError:
+    """Name the first unknown parameter when it is a plain identifier (CLR-5)."""
+    valid_text = ", ".join(valid) or "none"
+    more = f" (and {len(unknown) - 1} more unknown)" if len(unknown) > 1 else ""
+    name = unknown[0]
+    if _PLAIN_NAME.fullmatch(name):
+        return _invalid(
+            f"{spec.name} does not take a parameter named '{name}'{more}. "
+            f"Valid parameters: {valid_text}.",
+            parameter=name,
+            valid_values=valid,
+        )
+    return _invalid(
+        f"{spec.name} got a parameter whose name is not an identifier (letters, digits and _, "
+        f"at most 40 characters), so it is not repeated here{more}. "
+        f"Valid parameters: {valid_text}.",
+        valid_values=valid,
+    )
+
+
+def validate_arguments(spec: ToolSpec, arguments: Mapping[str, object] | None) -> ToolArguments:
+    """The tool's typed arguments with defaults filled in, or ToolError(invalid_request)."""
     arguments = arguments or {}
     known = {p.name: p for p in spec.params}
     unknown = [name for name in arguments if name not in known]
     if unknown:
-        valid = ", ".join(known) or "none"
-        raise _invalid(
-            f"{spec.name} got a parameter it does not take. Valid parameters: {valid}.",
-            valid_values=list(known),
-        )
+        raise _unknown_parameter(spec, unknown, list(known))
     checked: dict[str, Any] = {}
     for param in spec.params:
         if param.name not in arguments or arguments[param.name] is None:
@@ -414,7 +478,8 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, object] | None) -
             checked[param.name] = param.default
             continue
         checked[param.name] = _check_value(spec, param, arguments[param.name])
-    return checked
+    # The params and the argument type's fields are the same names (a test holds them equal).
+    return spec.arguments_type(**checked)
 
 
 def check_text_length(name: str, text: str, max_chars: int) -> str:

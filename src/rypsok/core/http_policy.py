@@ -16,6 +16,7 @@ from __future__ import annotations
 import ipaddress
 import pathlib
 import re
+import ssl
 from dataclasses import dataclass
 from typing import Literal
 
@@ -213,6 +214,26 @@ def _listener_problems(http: HttpConfig) -> list[str]:
             )
             break
     return problems
+
+
+def tls_server_context(cert_file: str, key_file: str) -> ssl.SSLContext:
+    """The listener's TLS context; ConfigError when the files cannot be loaded or do not match.
+
+    `check` builds it too, so a certificate that `serve` would fail to load
+    (unreadable, not PEM, or a key of another certificate) is found before serving.
+    """
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(cert_file, key_file)
+    except (ssl.SSLError, OSError, ValueError):
+        raise ConfigError(
+            "http.tls_cert, http.tls_key: the certificate and key cannot be loaded as a "
+            "matching PEM pair (an unencrypted key that belongs to the certificate)"
+        ) from None
+    # HTTP/1.1 only: HTTP/2 is not served, so no client may negotiate it (LIM-H4).
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 def check_http(config: Config) -> list[str]:

@@ -79,6 +79,15 @@ NESTING_DEPTH_RANGE: Final = (16, 1_024)
 ROBOTS_CACHE_S: Final = 24 * 3600  # LIM-F12 (at most 24 h)
 ROBOTS_MAX_BYTES: Final = 500 * 1024  # LIM-F13 (at least 500 KiB)
 
+# Hidden text (core/fetch/css_visibility.py, docs/hidden-text.md): what one page's
+# CSS may make the visibility check read and match. Past a bound the check is
+# partial and the caller says so.
+STYLE_SHEET_MAX_BYTES: Final = 1024 * 1024  # LIM-V1: `<style>` sheet text read per page
+STYLE_ATTRIBUTE_MAX_BYTES: Final = 128 * 1024  # LIM-V2: distinct style attribute text parsed
+STYLE_RULES: Final = 2_000  # LIM-V3: style rules parsed per page
+SELECTOR_MATCHES: Final = 10_000  # LIM-V4: elements matched by hiding and re-showing rules
+SELECTOR_VISITS: Final = 500_000  # LIM-V5: element visits by selector evaluations
+
 # Privacy
 CREDENTIAL_CHECK_DEFAULT: Final = "deny"  # LIM-P1
 CREDENTIAL_CHECK_MODES: Final = ("deny", "warn", "mask", "off")

@@ -16,6 +16,9 @@ import sys
 from typing import Any
 
 ROOT = "rypsok"
+# The one logger that may carry query text, at debug level, and only when the
+# operator turned `privacy.log_queries` on (LIM-P3).
+QUERIES = "rypsok.queries"
 
 # The id of the call being served; tasks started for the call inherit it, so
 # every line a call causes (engine requests included) carries its id.
@@ -49,6 +52,11 @@ def configure(level: int = logging.INFO) -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
     logging.getLogger(ROOT).setLevel(level)
+
+
+def enable_query_log() -> None:
+    """Let the debug lines of the query logger through; everything else keeps its level."""
+    logging.getLogger(QUERIES).setLevel(logging.DEBUG)
 
 
 def event(

@@ -1,15 +1,20 @@
 """In-process metrics (REQ-OBS-002, -003, -007).
 
 Counters and latency windows live in memory and leave the process only through
-log lines and engine_status (REQ-OBS-008). A rising refused-call count is a
-defect of the interface (CLR-12): it means callers misread a tool.
+log lines and engine_status (REQ-OBS-008): `summary()` is the content of the
+`metrics` log line written at shutdown and every `logging.metrics_interval_s`.
+It holds tool names, engine ids, error kinds, failure classes, reasons, counts
+and milliseconds, never a query, a URL or a key. A rising refused-call count is
+a defect of the interface (CLR-12): it means callers misread a tool.
 """
 
 from __future__ import annotations
 
 import collections
 import statistics
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from rypsok.core import limits
 
@@ -23,6 +28,8 @@ class Metrics:
     engine_errors: collections.Counter[tuple[str, str]] = field(
         default_factory=collections.Counter
     )  # (engine, failure class)
+    calls: collections.Counter[str] = field(default_factory=collections.Counter)  # tool
+    engine_requests: collections.Counter[str] = field(default_factory=collections.Counter)
     call_latency_ms: dict[str, collections.deque[float]] = field(default_factory=dict)
     engine_latency_ms: dict[str, collections.deque[float]] = field(default_factory=dict)
 
@@ -30,6 +37,7 @@ class Metrics:
         self.refused_calls[(tool, reason)] += 1
 
     def call_finished(self, tool: str, elapsed_ms: float, error_kind: str | None) -> None:
+        self.calls[tool] += 1
         window = self.call_latency_ms.setdefault(tool, collections.deque(maxlen=1000))
         window.append(elapsed_ms)
         if error_kind is not None:
@@ -37,6 +45,7 @@ class Metrics:
 
     def engine_finished(self, engine: str, elapsed_ms: float, failure_class: str | None) -> None:
         """A completed engine request: answered, or failed with its class."""
+        self.engine_requests[engine] += 1
         window = self.engine_latency_ms.setdefault(
             engine, collections.deque(maxlen=limits.LATENCY_WINDOW)
         )
@@ -50,3 +59,28 @@ class Metrics:
         if not window:
             return None
         return round(statistics.median(window))
+
+    def summary(self) -> dict[str, Any]:
+        """Totals since start and recent medians: the fields of the `metrics` log line."""
+        return {
+            "calls": dict(sorted(self.calls.items())),
+            "call_errors": dict(sorted(self.call_errors.items())),
+            "refused_calls": _nested(self.refused_calls.items()),
+            "call_median_ms": _medians(self.call_latency_ms),
+            "engine_requests": dict(sorted(self.engine_requests.items())),
+            "engine_errors": _nested(self.engine_errors.items()),
+            "engine_median_ms": _medians(self.engine_latency_ms),
+        }
+
+
+def _nested(counts: Iterable[tuple[tuple[str, str], int]]) -> dict[str, dict[str, int]]:
+    """{(a, b): n} as {a: {b: n}}: JSON keys stay plain names."""
+    out: dict[str, dict[str, int]] = {}
+    for (outer, inner), count in sorted(counts):
+        if count:
+            out.setdefault(outer, {})[inner] = count
+    return out
+
+
+def _medians(windows: Mapping[str, collections.deque[float]]) -> dict[str, int]:
+    return {name: round(statistics.median(w)) for name, w in sorted(windows.items()) if w}

@@ -16,11 +16,14 @@ Contract (REQ-PRIV-002, REQ-SEARCH-006, REQ-LIFE-001):
 What counts as high-confidence: a registered prefix with a fixed alphabet and length
 (`ghp_…`, `AKIA…`), a structure that is checked, not guessed (a JWT header that
 decodes to JSON with `alg`, a Discord token whose first part decodes to a numeric
-id), a private-key block with key material, a password in a URL's userinfo, or a
-value in a field that names itself a secret (`AccountKey=`, `Authorization: Bearer`,
-`?api_key=`). Documentation placeholders (`AKIAXXXXXXXXXXXXXXXX`, `…EXAMPLE`,
-`user:password@`, `<token>`) are not credentials and pass. Personal data is not
-detected. `docs/credential-check.md` lists the formats and what is left out.
+id), a private-key block with base64 key material (a header followed by prose is a
+question), a password in a URL's userinfo, a value in a field that names itself a
+secret (`AccountKey=`, `Authorization: Bearer`, `?api_key=`), or a value that looks
+generated (long, mixed, random by a runs test) under a parameter name that says
+credential (`?token=`, `?key=`, `?sig=`). Documentation placeholders
+(`AKIAXXXXXXXXXXXXXXXX`, `…EXAMPLE`, `user:password@`, `<token>`) are not credentials
+and pass. Personal data is not detected. `docs/credential-check.md` lists the formats
+and what is left out.
 
 A URL may carry a credential percent-encoded (`?next=https%3A%2F%2Fu%3Ap%40h`), so
 the text is also read with its ASCII percent-escapes decoded; positions still refer
@@ -36,8 +39,11 @@ from __future__ import annotations
 import base64
 import binascii
 import enum
+import itertools
 import json
+import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
@@ -96,6 +102,20 @@ class CredentialKind(enum.StrEnum):
     DIGITALOCEAN_TOKEN = enum.auto()
     DOCKERHUB_TOKEN = enum.auto()
     VAULT_TOKEN = enum.auto()
+    MAILGUN_API_KEY = enum.auto()
+    SQUARE_TOKEN = enum.auto()
+    DATABRICKS_TOKEN = enum.auto()
+    LINEAR_API_KEY = enum.auto()
+    DOPPLER_TOKEN = enum.auto()
+    POSTMAN_API_KEY = enum.auto()
+    ATLASSIAN_API_TOKEN = enum.auto()
+    PERPLEXITY_API_KEY = enum.auto()
+    GRAFANA_TOKEN = enum.auto()
+    SENTRY_TOKEN = enum.auto()
+    TWILIO_CREDENTIAL = enum.auto()
+    NOTION_TOKEN = enum.auto()
+    WEBHOOK_SIGNING_SECRET = enum.auto()
+    NEW_RELIC_KEY = enum.auto()
     PRIVATE_KEY = enum.auto()
     JWT = enum.auto()
     URL_USERINFO = enum.auto()
@@ -154,9 +174,35 @@ _MASK_OPENING = "[masked:"
 _MIN_DISTINCT_CHARS = 5
 # Key material a private-key block must carry; a bare header is a question, not a key.
 _MIN_PRIVATE_KEY_BODY_CHARS = 32
+# Base64 key material comes in long unbroken runs (64-character lines); prose after a
+# header comes in words. Only runs this long count as material.
+_MIN_KEY_MATERIAL_RUN_CHARS = 16
 # A value named as a secret (header, parameter) shorter than this is a word, not a key.
 _MIN_HEADER_VALUE_CHARS = 16
 _MIN_PARAMETER_VALUE_CHARS = 8
+# What a value under a broad credential name (`token=`, `key=`, `sig=`) must show to be
+# reported: it looks generated, which ordinary words, slugs, versions and ids do not.
+# The miss rates on random strings are measured by the tests and in the docs.
+_MIN_GENERATED_CHARS = 16
+# Shannon entropy of the value's own characters, in bits per character. A random
+# string of 16 hex digits has about 3.3; "2023-01-01T00:00:00Z" has 2.5.
+_MIN_GENERATED_ENTROPY_BITS = 2.75
+# Share of neighbouring letters and digits that change class (lower, upper, digit).
+# Random base62 changes class at about 60 % of positions, hex at about 47 %;
+# "release-2023-11-05-final" at 11 %.
+_MIN_CLASS_CHANGE_RATIO = 0.2
+# Wald-Wolfowitz runs test on the letter/digit sequence: random characters alternate
+# about as often as chance says; names clump ("GoogleMapsDemo2024": z = -4). Below
+# this z score the value is a name (random values fall below it well under 1 % of times).
+_MIN_RUNS_Z_SCORE = -3.0
+# Generated values are letters and digits with few separators; a version string or a
+# slug ("python-3.11.7-amd64-full") has many. Base64's "+/=" do not count.
+_MAX_SEPARATOR_SHARE = 0.15
+_SEPARATORS = frozenset("-._~")
+# An HMAC signature (Azure SAS `sig`, presigned URLs) is base64 of 32 to 64 bytes.
+_SIGNATURE_BYTES = (32, 64)
+_SIGNATURE_NAMES = frozenset({"sig", "signature", "x-amz-signature", "x-goog-signature"})
+_GENERATED_ALPHABET = re.compile(r"[A-Za-z0-9._~+/=-]++")
 # A JOSE header is a few hundred characters; longer ones are not decoded.
 _MAX_JWT_HEADER_CHARS = 1_024
 _DISCORD_ID_DIGITS = (17, 20)
@@ -228,6 +274,72 @@ def _looks_like_secret(value: str) -> bool:
     )
 
 
+def _char_class(char: str) -> int:
+    """0 lower, 1 upper, 2 digit, -1 anything else (separators do not count)."""
+    if "a" <= char <= "z":
+        return 0
+    if "A" <= char <= "Z":
+        return 1
+    if "0" <= char <= "9":
+        return 2
+    return -1
+
+
+def _entropy_bits_per_char(value: str) -> float:
+    counts = Counter(value)
+    total = len(value)
+    return -sum(count / total * math.log2(count / total) for count in counts.values())
+
+
+def _class_change_ratio(value: str) -> tuple[int, float]:
+    """(how many of lower/upper/digit occur, share of neighbours that change class)."""
+    classes = [c for c in map(_char_class, value) if c >= 0]
+    if len(classes) < 2:
+        return len(set(classes)), 0.0
+    changes = sum(1 for left, right in itertools.pairwise(classes) if left != right)
+    return len(set(classes)), changes / (len(classes) - 1)
+
+
+def _letter_digit_runs_z(value: str) -> float:
+    """How far the number of letter/digit runs lies from chance, in standard deviations."""
+    is_digit = [c.isdigit() for c in value if _char_class(c) >= 0]
+    total = len(is_digit)
+    digits = sum(is_digit)
+    letters = total - digits
+    if digits == 0 or letters == 0:
+        return 0.0
+    runs = 1 + sum(1 for left, right in itertools.pairwise(is_digit) if left != right)
+    pairs = 2 * letters * digits
+    expected = 1 + pairs / total
+    variance = pairs * (pairs - total) / (total * total * (total - 1))
+    if variance <= 0:
+        return 0.0
+    return (runs - expected) / math.sqrt(variance)
+
+
+def _looks_generated(value: str) -> bool:
+    """Whether a parameter value looks machine-generated: long, mixed, random-looking.
+
+    Each test is one an ordinary value fails: a word or an id is short or has no
+    letter or no digit; a slug or a version string is full of separators or keeps
+    its classes in long runs; a date repeats few characters; a name with a number
+    clumps its digits.
+    """
+    if len(value) < _MIN_GENERATED_CHARS or _GENERATED_ALPHABET.fullmatch(value) is None:
+        return False
+    if _is_template(value) or _is_filler(value) or not _has_letter_and_digit(value):
+        return False
+    separators = sum(1 for c in value if c in _SEPARATORS)
+    if separators > _MAX_SEPARATOR_SHARE * len(value):
+        return False
+    _classes, change_ratio = _class_change_ratio(value)
+    return (
+        change_ratio >= _MIN_CLASS_CHANGE_RATIO
+        and _entropy_bits_per_char(value) >= _MIN_GENERATED_ENTROPY_BITS
+        and _letter_digit_runs_z(value) >= _MIN_RUNS_Z_SCORE
+    )
+
+
 def _padded(data: str) -> str:
     return data + "=" * (-len(data) % 4)
 
@@ -282,6 +394,31 @@ def _token(*, both_cases: bool = False, digit: bool = False) -> _Extractor:
     return extract
 
 
+def _alternatives(*groups: str, both_cases: bool = False, digit: bool = False) -> _Extractor:
+    """A token with several documented forms: the body is the form's group that matched."""
+
+    def extract(match: re.Match[str]) -> _Span | None:
+        body = next((match.group(g) for g in groups if match.group(g) is not None), "")
+        if not body or _is_filler(body):
+            return None
+        if both_cases and not _has_both_cases(body):
+            return None
+        if digit and not any(c.isdigit() for c in body):
+            return None
+        return match.span()
+
+    return extract
+
+
+# Hex bodies: a digit is almost sure in 32 random hex digits, and absent from filler.
+_mailgun = _alternatives("body", "hex", digit=True)
+_square = _alternatives("body", "secret", "access", both_cases=True, digit=True)
+_grafana = _alternatives("body", "cloud", both_cases=True, digit=True)
+_sentry = _alternatives("body", "org", digit=True)
+_notion = _alternatives("body", "legacy", both_cases=True, digit=True)
+_new_relic = _alternatives("body", "insert", "license", digit=True)
+
+
 def _named_value(match: re.Match[str]) -> _Span | None:
     """A value after a field name that says it is a secret; the name is not reported."""
     if _is_filler(match.group("value")):
@@ -289,10 +426,25 @@ def _named_value(match: re.Match[str]) -> _Span | None:
     return match.span("value")
 
 
+def _is_key_material(body: str) -> bool:
+    """Base64 key material: long runs, together long enough, with both cases and digits.
+
+    Prose after a header (`-----BEGIN RSA PRIVATE KEY----- what is this format`) is
+    words: short runs, or long ones of one case. It is a question, not a key.
+    """
+    runs = [run for run in _PEM_LAYOUT.split(body) if len(run) >= _MIN_KEY_MATERIAL_RUN_CHARS]
+    material = "".join(runs)
+    return (
+        len(material) >= _MIN_PRIVATE_KEY_BODY_CHARS
+        and _has_both_cases(material)
+        and any(c.isdigit() for c in material)
+        and not _is_filler(material)
+    )
+
+
 def _private_key_block(match: re.Match[str]) -> _Span | None:
     """Header to footer (or to the end of the material), if it carries key material."""
-    material = _PEM_LAYOUT.sub("", match.group("body"))
-    if len(material) < _MIN_PRIVATE_KEY_BODY_CHARS or _is_filler(material):
+    if not _is_key_material(match.group("body")):
         return None
     return match.span()
 
@@ -358,13 +510,15 @@ def _credential_header(match: re.Match[str]) -> _Span | None:
     return match.span("value")
 
 
+def _parameter_value(match: re.Match[str]) -> tuple[str, _Span]:
+    """The value of a `name=value` match, without its quotes, and where it is."""
+    group = "quoted" if match.group("quoted") is not None else "value"
+    return match.group(group), match.span(group)
+
+
 def _secret_parameter(match: re.Match[str]) -> _Span | None:
     """A `name=value` whose value looks like a secret rather than a word or a placeholder."""
-    start, end = match.span("value")
-    raw = match.group("value")
-    # Quotes around the value belong to the syntax (`password="…"`), not to the secret.
-    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":
-        start, end, raw = start + 1, end - 1, raw[1:-1]
+    raw, span = _parameter_value(match)
     value = unquote(raw)
     if (
         len(value) < _MIN_PARAMETER_VALUE_CHARS
@@ -373,7 +527,32 @@ def _secret_parameter(match: re.Match[str]) -> _Span | None:
         or _is_filler(value)
     ):
         return None
-    return start, end
+    return span
+
+
+def _generated_parameter(match: re.Match[str]) -> _Span | None:
+    """A value under a broad credential name, reported only if it looks generated."""
+    raw, span = _parameter_value(match)
+    value = unquote(raw)
+    if match.group("name").lower() in _SIGNATURE_NAMES and _is_signature(value):
+        return span
+    if not _looks_generated(value):
+        return None
+    return span
+
+
+def _is_signature(value: str) -> bool:
+    """Base64 (or hex) of a MAC's 32 to 64 bytes: checked by decoding, not guessed."""
+    raw = _b64_decoded(value) if len(value) % 4 == 0 else None
+    if raw is None and len(value) % 2 == 0 and all(c in "0123456789abcdefABCDEF" for c in value):
+        raw = bytes.fromhex(value)
+    shortest, longest = _SIGNATURE_BYTES
+    return (
+        raw is not None
+        and shortest <= len(raw) <= longest
+        and _has_letter_and_digit(value)
+        and not _is_filler(value)
+    )
 
 
 # -- the rules, most specific first: the first rule of merged candidates names the kind ----
@@ -387,6 +566,12 @@ _NOT_IN_HOST = r"(?<![A-Za-z0-9.-])"
 _PEM_LABEL = r"(?:[A-Z0-9]{1,16}[ +]){0,3}PRIVATE[ +]KEY(?:[ +]BLOCK)?"
 _PEM_LINE_BREAK = r"(?:\s|\\[nr])*+"
 _FIELD_SEPARATOR = r"[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?"
+# A parameter value ends at the next `&`, `#`, `;`, `=` (base64 padding excepted) or
+# blank; one that opens with a quote ends at the next quote too (`api_key='…')`), and
+# the quotes belong to the syntax, not to the secret.
+_PARAMETER_VALUE = (
+    r"(?:[\"'`](?P<quoted>[^&#;\s=\"'`]{1,2048}+={0,2})|(?P<value>[^&#;\s=]{1,2048}+={0,2}))"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -525,6 +710,97 @@ _RULES: tuple[_Rule, ...] = (
         _token(both_cases=True, digit=True),
     ),
     _rule(
+        _K.MAILGUN_API_KEY,
+        _S
+        + r"(?:key-(?P<body>[0-9a-f]{32})|(?P<hex>[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}))"
+        + _END_ALNUM,
+        _mailgun,
+    ),
+    _rule(
+        _K.SQUARE_TOKEN,
+        _S
+        + r"(?:sq0atp-(?P<body>[0-9A-Za-z_-]{22})|sq0csp-(?P<secret>[0-9A-Za-z_-]{43})"
+        + r"|EAAA(?P<access>[0-9A-Za-z_-]{60}))"
+        + _END_B64URL,
+        _square,
+    ),
+    _rule(
+        _K.DATABRICKS_TOKEN,
+        _S + r"dapi(?P<body>[0-9a-f]{32})(?:-[0-9])?" + _END_ALNUM,
+        _token(digit=True),
+    ),
+    _rule(
+        _K.LINEAR_API_KEY,
+        _S + r"lin_api_(?P<body>[A-Za-z0-9]{40})" + _END_ALNUM,
+        _token(both_cases=True, digit=True),
+    ),
+    _rule(
+        _K.DOPPLER_TOKEN,
+        _S
+        + r"dp\.(?:pt|ct|sa|scim|audit|st(?:\.[a-z0-9_-]{2,35}+)?)\."
+        + r"(?P<body>[A-Za-z0-9]{40,44}+)"
+        + _END_ALNUM,
+        _token(both_cases=True, digit=True),
+    ),
+    _rule(
+        _K.POSTMAN_API_KEY,
+        _S + r"PMAK-(?P<body>[0-9a-fA-F]{24}-[0-9a-fA-F]{34})" + _END_ALNUM,
+        _token(digit=True),
+    ),
+    _rule(
+        _K.ATLASSIAN_API_TOKEN,
+        _S + r"ATATT3(?P<body>[A-Za-z0-9_=-]{150,250}+)" + r"(?![A-Za-z0-9_=-])",
+        _token(both_cases=True, digit=True),
+    ),
+    _rule(
+        _K.PERPLEXITY_API_KEY,
+        _S + r"pplx-(?P<body>[A-Za-z0-9]{48})" + _END_ALNUM,
+        _token(both_cases=True, digit=True),
+    ),
+    _rule(
+        _K.GRAFANA_TOKEN,
+        _S
+        + r"(?:glsa_(?P<body>[A-Za-z0-9]{32}_[0-9a-fA-F]{8})"
+        + r"|glc_(?P<cloud>eyJ[A-Za-z0-9+/]{29,400}+={0,2}))"
+        + _END_B64,
+        _grafana,
+    ),
+    _rule(
+        _K.SENTRY_TOKEN,
+        _S
+        + r"(?:sntryu_(?P<body>[0-9a-f]{64})"
+        + r"|sntrys_(?P<org>eyJpYXQiO[A-Za-z0-9+/]{10,400}+={0,2}_[A-Za-z0-9+/]{43}))"
+        + _END_B64,
+        _sentry,
+    ),
+    # A Twilio SID (AC account, SK API key) is an identifier; written with its
+    # secret after a colon (`curl -u AC…:…`), the pair is a credential.
+    _rule(
+        _K.TWILIO_CREDENTIAL,
+        _S + r"(?:AC|SK)[0-9a-f]{32}:(?P<body>[0-9A-Za-z]{32})" + _END_ALNUM,
+        _token(digit=True),
+    ),
+    _rule(
+        _K.NOTION_TOKEN,
+        _S
+        + r"(?:ntn_[0-9]{11}(?P<body>[A-Za-z0-9]{35})|secret_(?P<legacy>[A-Za-z0-9]{43}))"
+        + _END_ALNUM,
+        _notion,
+    ),
+    _rule(
+        _K.WEBHOOK_SIGNING_SECRET,
+        _S + r"whsec_(?P<body>[A-Za-z0-9+/]{32,88}+={0,2})" + _END_B64,
+        _token(both_cases=True, digit=True),
+    ),
+    _rule(
+        _K.NEW_RELIC_KEY,
+        _S
+        + r"(?:NRAK-(?P<body>[A-Z0-9]{27})|NRII-(?P<insert>[A-Za-z0-9_-]{32})"
+        + r"|(?P<license>[0-9a-f]{36})NRAL)"
+        + _END_B64URL,
+        _new_relic,
+    ),
+    _rule(
         _K.AZURE_STORAGE_ACCOUNT_KEY,
         r"(?<![A-Za-z0-9])(?i:AccountKey)=(?P<value>[A-Za-z0-9+/]{86}==)" + _END_B64,
         _named_value,
@@ -568,6 +844,16 @@ _RULES: tuple[_Rule, ...] = (
         + r"-----)?",
         _private_key_block,
     ),
+    # A PuTTY key file: its private part follows `Private-Lines: N` (PPK versions
+    # 2 and 3); the public part before it is not secret.
+    _rule(
+        _K.PRIVATE_KEY,
+        r"(?<![A-Za-z0-9-])Private-Lines:[ \t]*+[0-9]{1,4}+"
+        + r"(?P<body>(?:"
+        + _PEM_LINE_BREAK
+        + r"[A-Za-z0-9+/=]++(?![-:]))*+)",
+        _private_key_block,
+    ),
     _rule(
         _K.PRIVATE_KEY,
         r"(?<![A-Za-z0-9-])AGE-SECRET-KEY-1(?P<body>[0-9A-Z]{58})" + _END_ALNUM,
@@ -607,8 +893,24 @@ _RULES: tuple[_Rule, ...] = (
         _K.SECRET_PARAMETER,
         r"(?<![A-Za-z0-9])(?:pass(?:word|wd)?|client[_-]?secret|api[_-]?key|access[_-]?token"
         + r"|refresh[_-]?token|auth[_-]?token|private[_-]?token|secret[_-]?key|app[_-]?secret"
-        + r"|(?<=;)pwd)=(?P<value>[^&#;\s=]{1,2048}+={0,2})",
+        + r"|(?<=;)pwd)="
+        + _PARAMETER_VALUE,
         _secret_parameter,
+        re.IGNORECASE,
+    ),
+    # Broad names (`token=`, `key=`, `sig=` of an Azure SAS, `X-Amz-Signature=`): the
+    # whole parameter name, after `?`, `&`, `#`, `;`, a blank, a quote or `--`, and a value
+    # that must look generated, since such names also carry words and ids.
+    _rule(
+        _K.SECRET_PARAMETER,
+        r"(?<![^?&#;\s\"'])(?:--)?+(?P<name>(?:x-(?:amz|goog)-)?(?:"
+        + r"(?:access|auth|id|session|security|bearer|api|private|refresh|oauth)?[_-]?token"
+        + r"|(?:api|access|auth|secret|private|session|subscription|license)?[_-]?key"
+        + r"|(?:client|api|app|consumer|shared)?[_-]?secret"
+        + r"|pass(?:word|wd)?|auth|sig|signature|apikey|apitoken))"
+        + r"="
+        + _PARAMETER_VALUE,
+        _generated_parameter,
         re.IGNORECASE,
     ),
 )

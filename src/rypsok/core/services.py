@@ -12,15 +12,15 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 import anyio
 
 from rypsok import PROJECT_URL, __version__
 from rypsok.core import contract, limits, logs
-from rypsok.core.config import Config, load_config
+from rypsok.core.config import Config, ConfigError, load_config
 from rypsok.core.contract import (
     DeniedReason,
     ErrorKind,
@@ -35,6 +35,7 @@ from rypsok.core.egress.client import EgressClient
 from rypsok.core.egress.policy import EgressRules
 from rypsok.core.engines import registry
 from rypsok.core.engines.base import Category, Driver, TimeRange
+from rypsok.core.engines.transport import EngineEgress
 from rypsok.core.fetch.pipeline import FetchPipeline, FetchRequest
 from rypsok.core.invocation import InvocationLimiter
 from rypsok.core.metrics import Metrics
@@ -42,6 +43,8 @@ from rypsok.core.privacy import CredentialMode, find_credentials, mask_credentia
 from rypsok.core.search.aggregate import SearchPipeline, SearchRequest
 
 log = logging.getLogger("rypsok.call")
+query_log = logging.getLogger(logs.QUERIES)
+metrics_log = logging.getLogger("rypsok.metrics")
 
 
 class UnknownTool(Exception):
@@ -63,7 +66,13 @@ class CallContext:
     notices: list[Notice]
 
 
-Operation = Callable[[dict[str, Any], CallContext], Awaitable[contract._Envelope]]
+# The application services, by the argument type `validate_arguments` builds for each
+# tool; `_run` dispatches on the same types (decision 6: one tool per operation).
+OPERATIONS: Mapping[type[contract.ToolArguments], str] = {
+    contract.WebSearchArguments: contract.WEB_SEARCH,
+    contract.WebFetchArguments: contract.WEB_FETCH,
+    contract.EngineStatusArguments: contract.ENGINE_STATUS,
+}
 
 _CREDENTIAL_NAMES = {
     contract.WEB_SEARCH: ("query", "The query"),
@@ -89,16 +98,12 @@ class Services:
     ) -> None:
         self.config = config
         self.metrics = Metrics()
+        self._clock = clock
+        self._started = clock()
         self.engines: list[tuple[Driver, bool]] = registry.configured_engines(config)
-        self.egress = egress or EgressClient(
-            user_agent=user_agent(config.operator.contact),
-            rules=EgressRules.from_strings(allow=config.egress.allow, deny=config.egress.deny),
-            proxy=config.egress.proxy,
-            fetch_allow_http=config.fetch.allow_http,
-            fetch_extra_ports=config.fetch.ports,
-        )
+        self.egress = egress or build_egress(config)
         self.search_pipeline = SearchPipeline(
-            self.active_engines(), self.egress, config, self.metrics, clock
+            self.active_engines(), EngineEgress(self.egress), config, self.metrics, clock
         )
         self.fetch_pipeline = FetchPipeline(self.egress, config, clock)
         self._limiter = InvocationLimiter(
@@ -110,11 +115,16 @@ class Services:
             clock,
         )
         self._specs = self._build_specs()
-        self._operations: dict[str, Operation] = {
-            contract.WEB_SEARCH: self._web_search,
-            contract.WEB_FETCH: self._web_fetch,
-            contract.ENGINE_STATUS: self._engine_status,
-        }
+        if config.privacy.log_queries:
+            # LIM-P3: an explicit operator choice, said loudly once at start.
+            logs.enable_query_log()
+            logs.event(
+                log,
+                "query_logging_on",
+                logging.WARNING,
+                key="privacy.log_queries",
+                effect="each web_search query is logged at debug level (credentials masked)",
+            )
 
     # -- what the adapter lists -----------------------------------------------------------
 
@@ -145,7 +155,7 @@ class Services:
 
     def operations(self) -> frozenset[str]:
         """The application services offered; each has a tool (decision 6)."""
-        return frozenset(self._operations)
+        return frozenset(OPERATIONS.values())
 
     # -- one call -------------------------------------------------------------------------
 
@@ -165,14 +175,14 @@ class Services:
 
     async def _answer(
         self, spec: ToolSpec, arguments: Mapping[str, object] | None, caller: str
-    ) -> contract._Envelope:
+    ) -> contract.Envelope:
         started = time.monotonic()
         notices: list[Notice] = []
         try:
             self._admit(spec.name, caller)
             checked = contract.validate_arguments(spec, arguments)
             context = CallContext(caller, frozenset(arguments or ()), notices)
-            response = await self._operations[spec.name](checked, context)
+            response = await self._run(checked, context)
         except ToolError as refusal:
             response = spec.output_model(outcome=Outcome.ERROR, notices=notices, error=refusal.info)
         except Exception as exc:  # any other failure is ours, never the caller's to read
@@ -189,6 +199,19 @@ class Services:
         self._record(spec.name, started, response)
         return response
 
+    async def _run(
+        self, arguments: contract.ToolArguments, context: CallContext
+    ) -> contract.Envelope:
+        match arguments:
+            case contract.WebSearchArguments():
+                return await self._web_search(arguments, context)
+            case contract.WebFetchArguments():
+                return await self._web_fetch(arguments, context)
+            case contract.EngineStatusArguments():
+                return await self._engine_status(arguments, context)
+            case _:
+                assert_never(arguments)
+
     def _admit(self, tool: str, caller: str) -> None:
         retry_ms = self._limiter.admit(tool, caller)
         if retry_ms is not None:
@@ -200,7 +223,7 @@ class Services:
                 retryable=True,
             )
 
-    def _record(self, tool: str, started: float, response: contract._Envelope) -> None:
+    def _record(self, tool: str, started: float, response: contract.Envelope) -> None:
         elapsed_ms = (time.monotonic() - started) * 1000.0
         error = response.error
         self.metrics.call_finished(tool, elapsed_ms, error.kind.value if error else None)
@@ -262,22 +285,30 @@ class Services:
         )
         return text
 
+    def _log_query(self, query: str) -> None:
+        """The query at debug level, only by the operator's choice (LIM-P3, REQ-PRIV-004)."""
+        if self.config.privacy.log_queries:
+            findings = find_credentials(query)  # in warn mode the query went out as given
+            shown = mask_credentials(query, findings) if findings else query
+            logs.event(query_log, "query", logging.DEBUG, tool=contract.WEB_SEARCH, query=shown)
+
     # -- the operations -------------------------------------------------------------------
 
     async def _web_search(
-        self, args: dict[str, Any], call: CallContext
+        self, args: contract.WebSearchArguments, call: CallContext
     ) -> contract.WebSearchOutput:
-        query = contract.check_text_length("query", args["query"], limits.QUERY_MAX_CHARS)
+        query = contract.check_text_length("query", args.query, limits.QUERY_MAX_CHARS)
         query = self._screen(contract.WEB_SEARCH, query, call.notices)
+        self._log_query(query)
         request = SearchRequest(
             query=query,
-            category=Category(args["category"]),
-            max_results=args["max_results"],
+            category=Category(args.category),
+            max_results=args.max_results,
             # The operator's default language is a preference passed to engines that
             # take one; only a language the caller asked for skips other engines.
-            language=args["language"] if "language" in call.given else None,
-            preferred_language=args["language"],
-            time_range=TimeRange(args["time_range"]) if args["time_range"] else None,
+            language=args.language if "language" in call.given else None,
+            preferred_language=args.language,
+            time_range=TimeRange(args.time_range) if args.time_range else None,
             caller=call.caller,
         )
         ceiling_s = self.config.search.ceiling_ms / 1000.0
@@ -292,14 +323,16 @@ class Services:
             retryable=True,
         )
 
-    async def _web_fetch(self, args: dict[str, Any], call: CallContext) -> contract.WebFetchOutput:
-        url = contract.check_text_length("url", args["url"], limits.URL_MAX_CHARS)
+    async def _web_fetch(
+        self, args: contract.WebFetchArguments, call: CallContext
+    ) -> contract.WebFetchOutput:
+        url = contract.check_text_length("url", args.url, limits.URL_MAX_CHARS)
         url = self._screen(contract.WEB_FETCH, url, call.notices)
-        request = FetchRequest(url=url, max_chars=args["max_chars"], start_char=args["start_char"])
+        request = FetchRequest(url=url, max_chars=args.max_chars, start_char=args.start_char)
         return await self.fetch_pipeline.fetch(request, call.notices)
 
     async def _engine_status(
-        self, args: dict[str, Any], call: CallContext
+        self, args: contract.EngineStatusArguments, call: CallContext
     ) -> contract.EngineStatusOutput:
         engines = [
             contract.EngineHealth(
@@ -317,14 +350,79 @@ class Services:
             return contract.EngineState.DISABLED
         return contract.EngineState(breaker.state.value)
 
+    # -- metrics leave the process as log lines (REQ-OBS-008) ---------------------------------
+
+    def log_metrics(self, reason: str) -> None:
+        """One `metrics` line: counts and medians since start, no query, URL or key."""
+        uptime_s = round(self._clock() - self._started, 1)
+        logs.event(metrics_log, "metrics", reason=reason, uptime_s=uptime_s,
+                   **self.metrics.summary())  # fmt: skip
+
+    async def report_metrics(self) -> None:
+        """A `metrics` line every `logging.metrics_interval_s`; with 0 only shutdown logs one."""
+        interval_s = self.config.logging.metrics_interval_s
+        if interval_s == 0:
+            return
+        while True:
+            await anyio.sleep(interval_s)
+            self.log_metrics("interval")
+
     async def aclose(self) -> None:
         """Release what the process holds (connections, tasks)."""
         await self.egress.aclose()
 
 
+def build_egress(config: Config) -> EgressClient:
+    """The process's egress client; ConfigError naming the keys when it cannot be built."""
+    # The egress layer's own words name what is wrong and never echo a value.
+    try:
+        rules = EgressRules.from_strings(allow=config.egress.allow, deny=config.egress.deny)
+    except ValueError as exc:
+        raise ConfigError(f"key 'egress.allow' or 'egress.deny': {exc}") from None
+    try:
+        return EgressClient(
+            user_agent=user_agent(config.operator.contact),
+            rules=rules,
+            proxy=config.egress.proxy,
+            fetch_allow_http=config.fetch.allow_http,
+            fetch_extra_ports=config.fetch.ports,
+        )
+    except ValueError as exc:  # the proxy URL (operator.contact is checked by the schema)
+        raise ConfigError(f"key 'egress.proxy': {exc}") from None
+
+
 def load_configuration(path: str | None) -> Config:
-    """The configuration, checked against the registered engines (REQ-ENG-004)."""
-    return load_config(path, registry.known_ids())
+    """The configuration, checked against the registered engines (REQ-ENG-004, CLR-3)."""
+    config = load_config(path, registry.known_ids())
+    problems = admission_problems(config)
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return config
+
+
+def admission_problems(config: Config) -> list[str]:
+    """Engine settings faster than the engine's admission record allows (CLR-3).
+
+    The record's spacing and concurrency are the provider's terms: a value that
+    would break them is refused with the record's bound, never lowered quietly.
+    """
+    classes = registry.driver_classes()
+    problems = []
+    for engine_id, own in config.engines.items():
+        record = classes[engine_id].admission
+        where = f"key 'engines.{engine_id}"
+        page = f"docs/engines/{engine_id}.md"
+        if own.min_interval_ms is not None and own.min_interval_ms < record.min_interval_ms:
+            problems.append(
+                f"{where}.min_interval_ms': must be at least {record.min_interval_ms}, the "
+                f"spacing of the engine's admission record ({page}); it may only be longer"
+            )
+        if own.max_concurrency is not None and own.max_concurrency > record.max_concurrency:
+            problems.append(
+                f"{where}.max_concurrency': must be at most {record.max_concurrency}, the "
+                f"concurrency of the engine's admission record ({page}); it may only be lower"
+            )
+    return problems
 
 
 def engine_states(config: Config) -> list[tuple[str, str]]:

@@ -71,7 +71,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from rypsok.core import limits, logs
 from rypsok.core.config import ConfigError, Secret
-from rypsok.core.http_policy import HttpPlan, certificate_statement
+from rypsok.core.http_policy import HttpPlan, certificate_statement, tls_server_context
 from rypsok.core.services import Services
 from rypsok.mcp.server import build_server
 
@@ -653,12 +653,7 @@ _ContextFactory = Callable[[uvicorn.Config, Callable[[], ssl.SSLContext]], ssl.S
 
 def _tls_context(cert_file: str, key_file: str) -> _ContextFactory:
     def factory(config: uvicorn.Config, default: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        context.load_cert_chain(cert_file, key_file)
-        # HTTP/1.1 only: HTTP/2 is not served, so no client may negotiate it (LIM-H4).
-        context.set_alpn_protocols(["http/1.1"])
-        return context
+        return tls_server_context(cert_file, key_file)
 
     return factory
 
@@ -731,7 +726,11 @@ async def serve_http(
             request_ms=plan.request_ms,
         )
         with sock:
-            await server.serve(sockets=[sock])
+            async with anyio.create_task_group() as group:
+                group.start_soon(services.report_metrics)
+                await server.serve(sockets=[sock])
+                group.cancel_scope.cancel()
     finally:
         with anyio.move_on_after(CLOSE_GRACE_S, shield=True):
             await services.aclose()
+        services.log_metrics("shutdown")

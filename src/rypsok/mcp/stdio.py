@@ -6,6 +6,7 @@ server loop, which cancels every call in flight. SIGTERM cancels the serving
 scope the same way; because the SDK reads stdin in a worker thread that no
 cancellation can interrupt, the process then ends itself once the calls are
 aborted, well within LIM-O1, instead of waiting for input that may never come.
+Either way the last line before the exit is the `metrics` summary (REQ-OBS-008).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ async def _serve(services: Services, serving: anyio.CancelScope, done: anyio.Eve
     finally:
         with anyio.move_on_after(ABORT_GRACE_S, shield=True):
             await services.aclose()
+        services.log_metrics("shutdown")  # before `done`: SIGTERM ends the process after it
         done.set()
 
 
@@ -57,5 +59,6 @@ async def serve_stdio(services: Services) -> None:
     done = anyio.Event()
     async with anyio.create_task_group() as group:
         group.start_soon(_end_on_signal, serving, done)
+        group.start_soon(services.report_metrics)
         await _serve(services, serving, done)
         group.cancel_scope.cancel()

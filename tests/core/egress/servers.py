@@ -68,7 +68,10 @@ class LocalServer:
     async def __aenter__(self) -> LocalServer:
         if self.ssl_context is not None:
             self.ssl_context.sni_callback = self._record_sni
-        self._server = await asyncio.start_server(self._serve, self.host, 0, ssl=self.ssl_context)
+        # `port` 0 asks for an ephemeral port; a test may ask for a fixed one (443).
+        self._server = await asyncio.start_server(
+            self._serve, self.host, self.port, ssl=self.ssl_context
+        )
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rypsok.core.egress.client import EgressClient
+from rypsok.core.egress.client import AgentResponse, EgressClient
 from rypsok.core.egress.errors import (
     EgressBodyTooLarge,
     EgressDenied,
@@ -46,6 +46,11 @@ async def make_client(
         await client.aclose()
 
 
+async def get(client: EgressClient, url: str, **kwargs: Any) -> AgentResponse:
+    """One hop as the fetch pipeline makes it: the URL judged once, then requested."""
+    return await client.agent_get(client.check_agent_url(url), **kwargs)
+
+
 async def denied(call: Any) -> EgressDenied:
     with pytest.raises(EgressDenied) as caught:
         await call
@@ -59,11 +64,11 @@ async def test_local_server_only_through_an_allow_rule(
     """REQ-TEST-005, REQ-SEC-006: the production profile refuses loopback without the rule."""
     async with LocalServer(ssl_context=pki.server_context()) as server:
         url = server.url("/page", host="localhost")
-        refused = await denied(make_client(fetch_extra_ports=(server.port,)).agent_get(url))
+        refused = await denied(get(make_client(fetch_extra_ports=(server.port,)), url))
         assert (refused.reason, refused.range_name) == ("egress", "loopback")
         assert server.connections == 0
         client = make_client(rules=LOOPBACK, fetch_extra_ports=(server.port,))
-        response = await client.agent_get(url)
+        response = await get(client, url)
         assert (response.status, response.body) == (200, b"ok")
         assert response.url == url
 
@@ -74,7 +79,7 @@ async def test_ports_outside_the_list_are_refused(
 ) -> None:
     """REQ-SEC-009, REQ-TEST-005: a port outside LIM-F8 and the operator's list is refused."""
     async with LocalServer(ssl_context=pki.server_context()) as server:
-        refused = await denied(make_client(rules=LOOPBACK).agent_get(server.url(host="localhost")))
+        refused = await denied(get(make_client(rules=LOOPBACK), server.url(host="localhost")))
         assert refused.reason == "port"
         assert server.connections == 0
 
@@ -86,12 +91,14 @@ async def test_get_only_and_no_caller_headers(make_client: ClientFactory, pki: L
     assert not {"method", "headers"} & set(parameters)
     async with LocalServer(ssl_context=pki.server_context()) as server:
         client = make_client(rules=LOOPBACK, fetch_extra_ports=(server.port,))
-        await client.agent_get(server.url(host="localhost"))
+        await get(client, server.url(host="localhost"))
         (seen,) = server.requests
         assert seen.method == "GET"
         names = sorted(name.lower() for name, _ in seen.headers)
         assert names == ["accept", "accept-encoding", "connection", "host", "user-agent"]
         assert seen.header("user-agent") == [UA]
+        # Only codings decoded in bounded steps are offered (REQ-SEC-013).
+        assert seen.header("accept-encoding") == ["gzip, deflate, br, zstd"]
 
 
 @pytest.mark.req("REQ-SEC-009")
@@ -100,13 +107,13 @@ async def test_http_only_when_the_operator_allows_it(make_client: ClientFactory)
     async with LocalServer() as server:
         url = server.url()
         refused = await denied(
-            make_client(rules=LOOPBACK, fetch_extra_ports=(server.port,)).agent_get(url)
+            get(make_client(rules=LOOPBACK, fetch_extra_ports=(server.port,)), url)
         )
         assert refused.reason == "scheme"
         client = make_client(
             rules=LOOPBACK, fetch_allow_http=True, fetch_extra_ports=(server.port,)
         )
-        assert (await client.agent_get(url)).status == 200
+        assert (await get(client, url)).status == 200
         assert server.connections == 1
 
 
@@ -133,7 +140,7 @@ async def test_redirect_to_a_refused_destination_is_refused(
     for target in targets:
         async with LocalServer(redirect(target), ssl_context=pki.server_context()) as server:
             client = make_client(rules=LOOPBACK, fetch_extra_ports=(server.port,))
-            response = await client.agent_get(server.url(host="localhost"))
+            response = await get(client, server.url(host="localhost"))
             assert response.status == 301
             with pytest.raises(EgressDenied):
                 client.check_agent_url(response.headers["location"])
@@ -159,7 +166,7 @@ async def test_refused_urls_never_connect(
     """REQ-TEST-005, REQ-SEC-006: credentials and literal tricks end before any connection."""
     async with LocalServer(ssl_context=pki.server_context()) as server:
         client = make_client(rules=LOOPBACK, fetch_extra_ports=(server.port,))
-        refused = await denied(client.agent_get(template.format(port=server.port)))
+        refused = await denied(get(client, template.format(port=server.port)))
         assert refused.reason == reason
         assert server.connections == 0
 
@@ -172,7 +179,7 @@ async def test_configured_proxy_is_never_used_for_agent_requests(
     async with ConnectionRecorder(answer=True) as proxy:
         async with LocalServer(ssl_context=pki.server_context()) as server:
             client = make_client(rules=LOOPBACK, proxy=proxy.url, fetch_extra_ports=(server.port,))
-            assert (await client.agent_get(server.url(host="localhost"))).status == 200
+            assert (await get(client, server.url(host="localhost"))).status == 200
             assert server.connections == 1
         assert proxy.connections == 0
 
@@ -187,13 +194,13 @@ async def test_fetch_bounds_and_timeouts(make_client: ClientFactory, pki: LocalP
     async with LocalServer(large, ssl_context=pki.server_context()) as server:
         client = make_client(rules=LOOPBACK, fetch_extra_ports=(server.port,))
         with pytest.raises(EgressBodyTooLarge):
-            await client.agent_get(server.url(host="localhost"), max_body_bytes=65_536)
+            await get(client, server.url(host="localhost"), max_body_bytes=65_536)
     with blackhole_port() as port:
         client = make_client(rules=LOOPBACK, fetch_extra_ports=(port,))
         with pytest.raises(EgressTimeout):
-            await client.agent_get(f"https://localhost:{port}/", connect_timeout_ms=100)
+            await get(client, f"https://localhost:{port}/", connect_timeout_ms=100)
     async with LocalServer(ssl_context=pki.server_context()) as closed:
         port = closed.port
     client = make_client(rules=LOOPBACK, fetch_extra_ports=(port,))
     with pytest.raises(EgressRequestFailed):
-        await client.agent_get(f"https://localhost:{port}/")
+        await get(client, f"https://localhost:{port}/")

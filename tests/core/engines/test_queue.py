@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from rypsok.core.engines.base import EngineFailure
-from rypsok.core.engines.queue import SPACING_MARGIN_MS, EngineQueue
+from rypsok.core.engines.queue import SPACING_MARGIN_MS, EngineQueue, NotSent, WhyNotSent
 
 
 def queue(interval_ms: int, concurrency: int, process: int = 32) -> EngineQueue:
@@ -146,3 +146,21 @@ async def test_a_refused_turn_reserves_nothing() -> None:
     assert refused == ["timeout"]
     assert first[0] - began < 0.05
     assert 0.3 <= later[0] - first[0] < 0.45  # one spacing, not two
+
+
+@pytest.mark.req("REQ-AGG-008", "REQ-CMP-002")
+async def test_a_refused_turn_says_whether_the_rate_or_the_provider_decided() -> None:
+    """CLR-5, REQ-CMP-002: no turn for the spacing is `no_turn`; a Retry-After is `paused`."""
+    spaced = queue(400, 1)
+    async with spaced.turn(time.monotonic() + 1.0):
+        pass
+    with pytest.raises(NotSent) as by_rate:
+        async with spaced.turn(time.monotonic() + 0.1):
+            pass
+    paused = queue(0, 1)
+    paused.rate_limited(retry_after_ms=30_000)
+    with pytest.raises(NotSent) as by_provider:
+        async with paused.turn(time.monotonic() + 1.0):
+            pass
+    assert by_rate.value.why is WhyNotSent.NO_TURN
+    assert by_provider.value.why is WhyNotSent.PAUSED

@@ -45,7 +45,7 @@ async def fetch_from(routes: dict[str, Route], path: str, **arguments: Any) -> d
     return payload
 
 
-@pytest.mark.req("REQ-FETCH-001", "REQ-FETCH-002", "REQ-FETCH-004", "REQ-CTX-005", "REQ-PAGE-001")
+@pytest.mark.req("REQ-FETCH-002", "REQ-FETCH-004", "REQ-CTX-005")
 async def test_main_content_comes_back_as_markdown_without_chrome() -> None:
     """REQ-FETCH-002, REQ-CTX-005: the article as Markdown; nav, scripts, hidden text absent."""
     payload = await fetch_from({"/a": page()}, "/a")
@@ -302,7 +302,7 @@ async def test_robots_txt_is_honoured_as_rfc_9309_says(robots: Route, outcome: s
     assert len(server.requests_to("/robots.txt")) == 1  # the verdict of an origin is cached
 
 
-@pytest.mark.req("REQ-SEC-012", "REQ-PAGE-008")
+@pytest.mark.req("REQ-SEC-012")
 async def test_fetches_per_host_are_capped() -> None:
     """REQ-SEC-012: at most LIM-C4 fetches in flight per host."""
     async with ProviderServer({"/slow": page(delay_s=0.3)}) as server:
@@ -334,9 +334,9 @@ async def test_instruction_like_text_is_flagged_in_the_returned_window() -> None
     assert "instruction_like" in [n["code"] for n in whole["notices"]]
 
 
-@pytest.mark.req("REQ-SEC-012", "REQ-PERF-003")
+@pytest.mark.req("REQ-SEC-012")
 async def test_a_body_waiting_for_extraction_keeps_its_fetch_slot() -> None:
-    """REQ-SEC-012, REQ-PERF-003: LIM-C3 covers a fetch until its extraction ends."""
+    """REQ-SEC-012: LIM-C3 covers a fetch until its extraction ends."""
     paragraphs = "".join(f"<p>Paragraph {i} with some words in it.</p>" for i in range(30_000))
     body = f"<html><body><main>{paragraphs}</main></body></html>".encode()
     async with ProviderServer({"/big": page(body)}) as server:

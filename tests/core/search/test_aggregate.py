@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import itertools
 import json
-import random
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 
 from rypsok.core.services import Services
+from rypsok.mcp.server import build_server
 from tests.fakes.provider_server import ProviderServer, Route, load_fixture
 from tests.support import ENGINE_PATHS, OK_FIXTURES, call_tool, engines_config
 
@@ -127,6 +128,38 @@ async def test_one_failing_engine_makes_the_call_partial(route: Route, failure: 
     assert "PROVIDER-GARBAGE" not in json.dumps(payload)
 
 
+@pytest.mark.req("REQ-CMP-002", "REQ-RES-002", "REQ-AGG-004", "REQ-AGG-008")
+@pytest.mark.parametrize(
+    ("status", "first_failure"),
+    [(503, "rate_limited"), (500, "request_failure"), (429, "rate_limited")],
+)
+async def test_a_retry_after_on_any_answer_pauses_the_engine_and_says_so(
+    status: int, first_failure: str
+) -> None:
+    """REQ-CMP-002, REQ-RES-002: a Retry-After on a 429, 503 or other 5xx holds the engine.
+
+    A 503 with Retry-After is `rate_limited`; a 500 keeps its own class but its
+    Retry-After is honoured all the same. The next call is inside the pause: the
+    provider is not asked again, and the notice says the engine is paused by its
+    provider, not that it timed out (CLR-5).
+    """
+    route = Route(status=status, headers={"retry-after": "30"}, body=b"busy")
+    async with ProviderServer(ok_routes(github=route)) as server:
+        services = Services(engines_config(server.base_url))
+        first = await search(services, query="http client", category="code")
+        second = await search(services, query="http server", category="code")
+        await services.aclose()
+        asked = len(server.requests_to(ENGINE_PATHS["github"]))
+    assert asked == 1
+    failed = [n for n in first["notices"] if "github" in n["message"]]
+    assert [n["code"] for n in failed] == ["engine_failed"]
+    assert first_failure in failed[0]["message"]
+    paused = [n for n in second["notices"] if "github" in n["message"]]
+    assert [n["code"] for n in paused] == ["engine_paused"]
+    assert "Retry-After" in paused[0]["message"] and "timeout" not in paused[0]["message"]
+    assert second["outcome"] == "partial" and second["results"]
+
+
 @pytest.mark.req("REQ-AGG-003", "REQ-AGG-002", "REQ-TEST-004", "REQ-AGG-006", "REQ-PERF-002")
 async def test_a_hanging_engine_costs_at_most_the_deadline() -> None:
     """REQ-AGG-003, REQ-AGG-002: a hang is cut at LIM-S5 and the call returns by LIM-S4."""
@@ -193,22 +226,43 @@ async def test_every_engine_answering_nothing_is_empty() -> None:
 
 @pytest.mark.req("REQ-ARCH-004", "REQ-TEST-011", "REQ-RANK-005", "REQ-RANK-006")
 async def test_output_is_byte_identical_whatever_the_arrival_order() -> None:
-    """REQ-ARCH-004, REQ-TEST-011: shuffled engine latencies give byte-identical output."""
+    """REQ-ARCH-004, REQ-TEST-011: answers arriving in every order give the same bytes.
+
+    The three code engines answer after delays 0.3 s apart, in all six
+    permutations, so their answers reach rypsok in six different orders (the
+    fake records the order it finished writing them). Hacker News shares two
+    URLs with GitHub, so merging and fusion are exercised too.
+    """
+    engines = ("github", "hackernews", "stackexchange")
+    bodies = {
+        "github": load_fixture("github", "ok.json"),
+        "hackernews": hn_body_sharing_github_urls(),
+        "stackexchange": load_fixture("stackexchange", "ok.json"),
+    }
     texts = set()
-    rng = random.Random(20261130)  # noqa: S311 (test data, not security)
-    for _ in range(4):
-        delays = {e: rng.choice([0.0, 0.05, 0.15]) for e in ("github", "hackernews")}
+    orders = set()
+    for delays in itertools.permutations((0.0, 0.3, 0.6)):
         routes = ok_routes(
-            github=Route.fixture("github", "ok.json", delay_s=delays["github"]),
-            hackernews=Route(body=hn_body_sharing_github_urls(), delay_s=delays["hackernews"],
-                             headers={"content-type": "application/json"}),
-        )  # fmt: skip
+            **{
+                engine: Route(
+                    body=bodies[engine],
+                    delay_s=delay,
+                    headers={"content-type": "application/json"},
+                )
+                for engine, delay in zip(engines, delays, strict=True)
+            }
+        )
         async with ProviderServer(routes) as server:
             services = Services(engines_config(server.base_url))
             _, text = await call_tool(services, "web_search", {"query": "http", "category": "code"})
             await services.aclose()
+            paths = {ENGINE_PATHS[engine]: engine for engine in engines}
+            orders.add(tuple(paths[path] for path in server.answered if path in paths))
         texts.add(text)
+    assert len(orders) == 6  # every arrival order happened
+    assert all(len(order) == 3 for order in orders)
     assert len(texts) == 1
+    assert '"outcome":"ok"' in next(iter(texts)).replace(" ", "")
 
 
 @pytest.mark.req("REQ-SEARCH-004", "REQ-SEARCH-005", "REQ-ENG-010")
@@ -227,6 +281,22 @@ async def test_engines_that_cannot_honour_a_filter_are_skipped_with_a_notice(
     assert "language" in skipped[0]["message"]
     assert german["outcome"] in ("ok", "empty")
     assert providers.requests_to(ENGINE_PATHS["wikidata"])[-1].param("language") == "de"
+
+
+@pytest.mark.req("REQ-SEARCH-004", "REQ-ENG-010")
+async def test_english_is_honoured_by_the_english_indexes_and_skips_github(
+    providers: ProviderServer,
+) -> None:
+    """REQ-SEARCH-004: Hacker News and Stack Overflow are English indexes; GitHub selects none."""
+    services = Services(engines_config(providers.base_url))
+    payload = await search(services, query="http client", category="code", language="en")
+    await services.aclose()
+    skipped = [n for n in payload["notices"] if n["code"] == "engine_not_applicable"]
+    assert len(skipped) == 1 and skipped[0]["message"].endswith(": github.")
+    assert len(providers.requests_to(ENGINE_PATHS["hackernews"])) == 1
+    assert len(providers.requests_to(ENGINE_PATHS["stackexchange"])) == 1
+    assert providers.requests_to(ENGINE_PATHS["github"]) == []
+    assert payload["outcome"] == "ok"
 
 
 @pytest.mark.req("REQ-ENG-010", "REQ-SEARCH-001")
@@ -302,7 +372,9 @@ async def test_ten_concurrent_arxiv_searches_respect_its_spacing() -> None:
     late = [p for p in payloads if p["outcome"] == "partial"]
     for payload in late:
         arxiv = [n for n in payload["notices"] if "arxiv" in n["message"]]
-        assert len(arxiv) == 1 and "timeout" in arxiv[0]["message"]
+        # CLR-5: not a timeout of the provider, a turn its rate leaves no room for.
+        assert [n["code"] for n in arxiv] == ["engine_not_asked"]
+        assert "rate limit" in arxiv[0]["message"] and "timeout" not in arxiv[0]["message"]
 
 
 @pytest.mark.req("REQ-ENG-002", "REQ-AGG-001")
@@ -347,4 +419,36 @@ async def test_stack_exchange_backoff_holds_its_next_request() -> None:
     assert any("stackoverflow.com" in r["url"] for r in first["results"])
     assert len(server.requests_to(ENGINE_PATHS["stackexchange"])) == 1
     held = [n for n in second["notices"] if "stackexchange" in n["message"]]
-    assert len(held) == 1 and "timeout" in held[0]["message"]  # its turn is after the deadline
+    # Its turn is after the deadline because the provider paused it (CLR-5).
+    assert [n["code"] for n in held] == ["engine_paused"]
+    assert "timeout" not in held[0]["message"]
+
+
+@pytest.mark.req("REQ-SEARCH-002", "REQ-ENG-003", "REQ-CFG-003")
+async def test_a_disabled_engine_is_never_asked_and_its_lone_category_disappears() -> None:
+    """REQ-SEARCH-002, REQ-ENG-003: disabling every science engine removes `science`.
+
+    Hacker News is disabled too: code searches go on without it, with no notice,
+    and none of the disabled engines' fakes sees a request, although each one's
+    endpoint points at the fake.
+    """
+    disabled = ("arxiv", "europepmc", "crossref", "hackernews")
+    async with ProviderServer(ok_routes()) as server:
+        engines = {e: {"enabled": False, "endpoint": server.url(ENGINE_PATHS[e])} for e in disabled}
+        services = Services(engines_config(server.base_url, engines=engines))
+        async with Client(build_server(services)) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            code = await client.call_tool("web_search", {"query": "http", "category": "code"})
+            science = await client.call_tool(
+                "web_search", {"query": "qubits", "category": "science"}
+            )
+        await services.aclose()
+        asked = {e: len(server.requests_to(ENGINE_PATHS[e])) for e in ENGINE_PATHS}
+    categories = tools["web_search"].input_schema["properties"]["category"]["enum"]
+    assert "science" not in categories and {"general", "news", "code"} <= set(categories)
+    assert code.structured_content is not None and science.structured_content is not None
+    assert code.structured_content["outcome"] == "ok"
+    assert all("hackernews" not in n["message"] for n in code.structured_content["notices"])
+    assert science.is_error and science.structured_content["error"]["kind"] == "invalid_request"
+    assert all(asked[e] == 0 for e in disabled), asked
+    assert asked["github"] == 1

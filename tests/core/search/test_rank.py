@@ -260,6 +260,23 @@ def test_equal_scores_and_ranks_break_by_engine_preference() -> None:
 
 
 @pytest.mark.req("REQ-RANK-006")
+def test_the_third_key_is_the_best_preference_among_all_observations() -> None:
+    """REQ-RANK-006: docs/ranking.md §4 key 3 reads every observation, not the best-ranked.
+
+    Both results score 1/61 + 1/63 with best rank 1. "x" was found at rank 1
+    by b and at rank 3 by a; "y" at rank 1 by a and at rank 3 by c. Among all
+    observations both have a (preference 0), so the key decides: "x" first.
+    Reading only the best-ranked observation would give x b (1) and y a (0)
+    and put "y" first.
+    """
+    candidates = [hit("b", 1, "x"), hit("a", 3, "x"), hit("a", 1, "y"), hit("c", 3, "y")]
+    assert keys(rank_results(candidates, ["a", "b", "c"], 10)) == ["x", "y"]
+    assert keys(rank_results(candidates[::-1], ["a", "b", "c"], 10)) == ["x", "y"]
+    # With c preferred over a, "y" holds the best preference (c) and goes first.
+    assert keys(rank_results(candidates, ["c", "a", "b"], 10)) == ["y", "x"]
+
+
+@pytest.mark.req("REQ-RANK-006")
 def test_unlisted_engines_rank_after_listed_ones_in_ties() -> None:
     """REQ-RANK-006: an engine missing from preference sorts after every listed engine."""
     candidates = [hit("aaa", 1, "k1"), hit("zzz", 1, "k2")]

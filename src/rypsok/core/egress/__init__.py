@@ -4,12 +4,14 @@
     policy   operator rules and the engine and agent-directed profiles
     backend  connect-time enforcement under the connection pools
     errors   the fixed vocabulary of egress failures
+    messages the neutral request and response types egress takes and gives
     client   `EgressClient`: engine_get and agent_get
 
-No httpx2 or httpcore2 type is part of this surface.
+No httpx2 or httpcore2 type is part of this surface, and no module here
+imports the engines or the fetch pipeline: egress is a leaf (REQ-ARCH-001).
 """
 
-from rypsok.core.egress.client import AgentResponse, EgressClient
+from rypsok.core.egress.client import EgressClient
 from rypsok.core.egress.errors import (
     EgressBodyTooLarge,
     EgressDenied,
@@ -17,12 +19,19 @@ from rypsok.core.egress.errors import (
     EgressRequestFailed,
     EgressTimeout,
 )
+from rypsok.core.egress.messages import (
+    AgentResponse,
+    CheckedUrl,
+    OutboundRequest,
+    OutboundResponse,
+)
 from rypsok.core.egress.policy import NO_RULES, EgressRules
 from rypsok.core.egress.ranges import judge_address
 
 __all__ = [
     "NO_RULES",
     "AgentResponse",
+    "CheckedUrl",
     "EgressBodyTooLarge",
     "EgressClient",
     "EgressDenied",
@@ -30,5 +39,7 @@ __all__ = [
     "EgressRequestFailed",
     "EgressRules",
     "EgressTimeout",
+    "OutboundRequest",
+    "OutboundResponse",
     "judge_address",
 ]

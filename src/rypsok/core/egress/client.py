@@ -29,8 +29,10 @@ Every request:
   httpx2 inflates in pieces of at most 1 MiB, so a compression bomb costs at
   most the bound plus one piece.
 
-Failures leave as `EgressError` (`errors.py`), or `EngineFailure` from
-`engine_get`; their text is a fixed kind, never a host, URL or response text.
+Failures leave as `EgressError` (`errors.py`) and nothing else; their text is
+a fixed kind, never a host, URL or response text. Egress is a leaf: it
+imports nothing of engines or fetching, and callers translate its neutral
+types (`messages.py`) on their side (REQ-ARCH-001).
 Nothing is logged here beyond the connect decision in `backend.py`: no query,
 path or header (REQ-PRIV-004).
 """
@@ -40,8 +42,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import ssl
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from ipaddress import ip_address
 from types import MappingProxyType
 from typing import Final
@@ -65,6 +66,12 @@ from rypsok.core.egress.errors import (
     EgressRequestFailed,
     EgressTimeout,
 )
+from rypsok.core.egress.messages import (
+    AgentResponse,
+    CheckedUrl,
+    OutboundRequest,
+    OutboundResponse,
+)
 from rypsok.core.egress.policy import (
     DEFAULT_PORTS,
     NO_RULES,
@@ -73,17 +80,37 @@ from rypsok.core.egress.policy import (
     EgressRules,
     EngineProfile,
 )
-from rypsok.core.engines.base import EngineFailure, EngineRequest, EngineResponse, FailureClass
 
-__all__ = ["AgentResponse", "EgressClient", "map_transport_errors"]
+__all__ = [
+    "DECODED_CODINGS",
+    "AgentResponse",
+    "CheckedUrl",
+    "EgressClient",
+    "OutboundRequest",
+    "OutboundResponse",
+    "ReadBody",
+    "map_transport_errors",
+]
 
-# What every request carries. Only the encodings httpx2 always decodes are
-# offered, so the byte bound is always counted on decoded bytes.
+# The content codings httpx2 decodes here, each in bounded pieces (zlib and
+# zstd at most 1 MiB of output per step, brotli half that), so a byte bound is
+# counted on decoded bytes as they are produced (REQ-SEC-013). br needs the
+# `brotli` package and zstd `backports.zstd` below Python 3.14; both are
+# runtime dependencies, so all four are always offered.
+DECODED_CODINGS: Final = ("gzip", "deflate", "br", "zstd")
+# Names a response may use for codings above (RFC 9110 §8.4.1.3: x-gzip is gzip).
+DECODED_ALIASES: Final = frozenset({*DECODED_CODINGS, "x-gzip", "identity"})
+
+# What every request carries.
 BASE_HEADERS: Final = {
     "accept": "*/*",
-    "accept-encoding": "gzip, deflate",
+    "accept-encoding": ", ".join(DECODED_CODINGS),
     "connection": "keep-alive",
 }
+
+# Given the status and headers of an agent-directed response, whether its
+# body is wanted at all (e.g. not for a media type that is refused anyway).
+ReadBody = Callable[[int, Mapping[str, str]], bool]
 
 # Headers egress sets or that frame the message: a driver cannot set them.
 OWNED_HEADERS: Final = frozenset(
@@ -118,19 +145,6 @@ MAX_ENGINE_POOLS: Final = 64
 # ceiling of 16 engines per search, with room for per-category endpoints).
 ENDPOINT_CACHE_SIZE: Final = 256
 
-# EgressError kind -> engine failure class (REQ-ENG-006). A body over the
-# driver-declared bound is parse_failure: the bound is the driver's statement
-# of what a valid answer can be, so an answer past it is not in the provider's
-# format; like parse_failure (and unlike request_failure) it counts toward the
-# circuit breaker (REQ-RES-004), which is what a provider answering with
-# floods or bombs deserves.
-ENGINE_FAILURE_CLASSES: Final[tuple[tuple[type[EgressError], FailureClass], ...]] = (
-    (EgressTimeout, FailureClass.TIMEOUT),
-    (EgressBodyTooLarge, FailureClass.PARSE_FAILURE),
-    (EgressDenied, FailureClass.REQUEST_FAILURE),
-    (EgressRequestFailed, FailureClass.REQUEST_FAILURE),
-)
-
 # Most specific first: every timeout class is also an OSError or HTTPError.
 _TIMEOUTS: Final = (TimeoutError, httpx2.TimeoutException, httpcore2.TimeoutException)
 _FAILURES: Final = (
@@ -157,16 +171,6 @@ def map_transport_errors() -> Iterator[None]:
         raise EgressTimeout() from exc
     except _FAILURES as exc:
         raise EgressRequestFailed() from exc
-
-
-@dataclass(frozen=True, slots=True)
-class AgentResponse:
-    """A complete, size-bounded agent-directed response. Header names are lower-case."""
-
-    status: int
-    headers: MappingProxyType[str, str]
-    body: bytes
-    url: str  # the URL as judged and requested (httpx2's serialization)
 
 
 class EgressClient:
@@ -243,14 +247,19 @@ class EgressClient:
 
     async def engine_get(
         self,
-        request: EngineRequest,
+        request: OutboundRequest,
         *,
         explicit_endpoint: bool,
         max_body_bytes: int,
         connect_timeout_ms: int,
         total_timeout_ms: int,
-    ) -> EngineResponse:
-        """GET an engine endpoint; any failure is an `EngineFailure` with its class."""
+    ) -> OutboundResponse:
+        """GET a configured endpoint; any failure is an `EgressError` of our own.
+
+        The error raised carries no library exception beneath it: that one
+        holds the request URL, which may carry a key in a parameter (e.g.
+        Mojeek's), and a caller that chains or logs the cause must not see it.
+        """
         try:
             url = self._check_engine_url(request.url, explicit_endpoint=explicit_endpoint)
             if request.credential_headers and self._proxied and url.scheme == "http":
@@ -271,56 +280,69 @@ class EgressClient:
                 total_timeout_ms=total_timeout_ms,
             )
         except EgressError as exc:
-            cause = _detached(exc)
+            detached = _detached(exc)
         else:
-            return EngineResponse(status=status, headers=response_headers, body=body)
-        # Raised outside the handler, chained only to a copy of our own error: the
-        # library exception beneath it holds the request URL, which may carry a
-        # key in a parameter (e.g. Mojeek's).
-        raise EngineFailure(_engine_failure_class(cause)) from cause
+            return OutboundResponse(status=status, headers=response_headers, body=body or b"")
+        # Raised outside the handler, so not even the context links to the cause.
+        raise detached
 
     async def agent_get(
         self,
-        url: str,
+        url: CheckedUrl,
         *,
         max_body_bytes: int = limits.FETCH_MAX_BYTES,
         connect_timeout_ms: int = limits.FETCH_CONNECT_TIMEOUT_MS,
         total_timeout_ms: int = limits.FETCH_TIMEOUT_MS,
         truncate: bool = False,
+        read_body: ReadBody | None = None,
     ) -> AgentResponse:
-        """GET one agent-directed URL (one hop); raises `EgressError` kinds.
+        """GET one agent-directed URL (one hop) judged by `check_agent_url`.
 
-        A 3xx is returned as it is: the caller validates the Location with the
-        same profile by calling again (REQ-SEC-008). No caller header is sent
-        (REQ-SEC-009). With `truncate`, a body past the bound is cut there
-        instead of failing (robots.txt: RFC 9309 reads the first 500 KiB).
+        Raises `EgressError` kinds. A 3xx is returned as it is: the caller
+        checks the Location with `check_agent_url` and calls again
+        (REQ-SEC-008). No caller header is sent (REQ-SEC-009). With
+        `truncate`, a body past the bound is cut there instead of failing
+        (robots.txt: RFC 9309 reads the first 500 KiB). When `read_body`
+        returns False for the status and headers, the body is not read.
         """
-        checked = self._agent_profile.check(url)
         status, headers, body = await _get(
             self._agent,
-            checked,
+            url._parsed,  # made by check_agent_url: judged once per hop
             params=(),
             headers=self._headers,
             max_body_bytes=max_body_bytes,
             connect_timeout_ms=connect_timeout_ms,
             total_timeout_ms=total_timeout_ms,
             truncate=truncate,
+            read_body=read_body,
         )
-        return AgentResponse(status=status, headers=headers, body=body, url=str(checked))
+        return AgentResponse(
+            status=status,
+            headers=headers,
+            body=body or b"",
+            url=url.text,
+            body_read=body is not None,
+        )
 
-    def check_agent_url(self, url: str) -> str:
-        """The URL as it would be requested, or `EgressDenied`; for redirect targets."""
-        return str(self._agent_profile.check(url))
+    def check_agent_url(self, url: str) -> CheckedUrl:
+        """The URL as it will be requested, or `EgressDenied` (REQ-SEC-006…009).
 
-    async def judge_agent_destination(self, url: str, *, timeout_ms: int) -> str:
+        Judged on the URL alone: scheme, port, notation, credentials, LIM-F9 on
+        the form sent, and an address-literal host. The addresses a name
+        resolves to are judged at connect time.
+        """
+        parsed = self._agent_profile.check(url)
+        return CheckedUrl(text=str(parsed), host=parsed.host, _parsed=parsed)
+
+    async def judge_agent_destination(self, url: CheckedUrl, *, timeout_ms: int) -> CheckedUrl:
         """The URL if its host resolves only to addresses the profile allows, else `EgressDenied`.
 
         For a destination rypsok names without connecting to it (a cross-host
         redirect target): an unresolvable host does not pass. The connection,
         if one is made later, is judged again at connect time.
         """
-        checked = self._agent_profile.check(url)
-        host = checked.host
+        parsed = url._parsed  # made by check_agent_url
+        host = parsed.host
         policy = self._agent_profile.address_policy()
         addresses: Sequence[IPAddress]
         try:
@@ -328,16 +350,16 @@ class EgressClient:
         except ValueError:
             with anyio.move_on_after(timeout_ms / 1000):
                 try:
-                    port = checked.port or (443 if checked.scheme == "https" else 80)
+                    port = parsed.port or DEFAULT_PORTS[parsed.scheme]
                     addresses = await self._resolver(host, port)
                 except OSError:
                     addresses = ()
                 if addresses and all(policy.judge(host, a) is None for a in addresses):
-                    return str(checked)
+                    return url
             raise EgressDenied("egress") from None
         if policy.judge(host, addresses[0]) is not None:
             raise EgressDenied("egress")
-        return str(checked)
+        return url
 
     def _engine_pool(self, url: httpx2.URL, explicit_endpoint: bool) -> PoolTransport:
         """The pool of this engine origin under this judgement, made on first use."""
@@ -364,8 +386,12 @@ async def _get(
     connect_timeout_ms: int,
     total_timeout_ms: int,
     truncate: bool = False,
-) -> tuple[int, MappingProxyType[str, str], bytes]:
-    """One GET through a pool's transport: no client layer, so no redirect, cookie or env."""
+    read_body: ReadBody | None = None,
+) -> tuple[int, MappingProxyType[str, str], bytes | None]:
+    """One GET through a pool's transport: no client layer, so no redirect, cookie or env.
+
+    The body is None when `read_body` declined it.
+    """
     total_s = total_timeout_ms / 1000
     # Read, write and pool waits get the whole total; the deadline below cuts
     # each one to the time actually remaining.
@@ -380,13 +406,16 @@ async def _get(
         )
         response = await transport.handle_async_request(request)
         response.request = request
+        # Header names are lower-case; repeated fields are joined by ", ".
+        response_headers = MappingProxyType(dict(response.headers.items()))
+        body: bytes | None = None
         try:
-            body = await _read_body(response, max_body_bytes, truncate=truncate)
+            if read_body is None or read_body(response.status_code, response_headers):
+                body = await _read_body(response, max_body_bytes, truncate=truncate)
         finally:
             # Returns a fully read connection to the pool; drops any other.
             await response.aclose()
-        # Header names are lower-case; repeated fields are joined by ", ".
-        return response.status_code, MappingProxyType(dict(response.headers.items())), body
+        return response.status_code, response_headers, body
 
 
 async def _read_body(
@@ -418,13 +447,6 @@ def _detached(exc: EgressError) -> EgressError:
     if isinstance(exc, EgressDenied):
         return EgressDenied(exc.reason, range_name=exc.range_name)
     return type(exc)()
-
-
-def _engine_failure_class(exc: EgressError) -> FailureClass:
-    for kind, failure_class in ENGINE_FAILURE_CLASSES:
-        if isinstance(exc, kind):
-            return failure_class
-    return FailureClass.REQUEST_FAILURE
 
 
 def _core_proxy(proxy: str, context: ssl.SSLContext) -> tuple[httpcore2.Proxy, tuple[str, int]]:

@@ -203,6 +203,10 @@ class AgentProfile:
             raise EgressDenied("url_host")  # IDNA made a name that ends in a number
         if parsed.userinfo:
             raise EgressDenied("url_credentials")
+        if len(str(parsed)) > limits.URL_MAX_CHARS:
+            # LIM-F9 bounds the URL as it is sent: IDNA and percent-encoding
+            # can make a short input several times longer (REQ-FETCH-001).
+            raise EgressDenied("url_length")
         port = parsed.port if parsed.port is not None else DEFAULT_PORTS[parsed.scheme]
         if port not in self.ports:
             raise EgressDenied("port")

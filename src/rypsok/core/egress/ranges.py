@@ -16,10 +16,22 @@ before the table is read, so `::ffff:127.0.0.1` is judged as `127.0.0.1`:
     ::ffff:0:0/96   IPv4-mapped          judged as the IPv4 address
     ::/96           IPv4-compatible      deprecated; refused, named by the v4 if refused
     64:ff9b::/96    NAT64 well-known     refused, named by the v4 if refused
-    2002::/16       6to4                 allowed only when the embedded v4 is
-    2001::/32       Teredo               allowed only when server and client v4 are
+    2002::/16       6to4                 refused, named by the v4 if refused
+    2001::/32       Teredo               refused, named by a v4 if refused
 
 Everything in IPv6 outside 2000::/3 (global unicast) is refused.
+
+6to4 and Teredo are tunnels: the packet goes to a relay, which forwards it
+to an IPv4 address taken from the IPv6 one. Where that relay is and what it
+can reach is decided outside the host (an anycast relay, a relay on the
+site's own network, a Teredo server of the operator's ISP), so no judgement
+of the embedded address here can say where the packet ends: a relay inside
+the operator's network reaches private IPv4 space however public the
+embedded address looks. Both mechanisms are deprecated for ordinary use
+(RFC 7526 for the 6to4 anycast relays; Teredo is a last-resort NAT
+traversal) and no web site needs them, so they are refused outright. An
+operator whose network does route them can admit them with an allow rule
+(`[egress] allow = ["2002::/16"]`), as for any refused range (REQ-SEC-006).
 """
 
 from __future__ import annotations
@@ -88,8 +100,8 @@ IPV6_REFUSED: Final[tuple[tuple[IPv6Network, str], ...]] = tuple(
         ("2001:10::/28", "orchid"),  # RFC 4843 (deprecated ORCHID)
         ("2001:20::/28", "orchid"),  # RFC 7343 ORCHIDv2
         # The rest of the IETF protocol block: anycast services, AMT, drone ids.
-        # Teredo (2001::/32) is inside it and is judged by its embedded
-        # addresses before this table is read.
+        # Teredo (2001::/32) is inside it and is named by its embedded
+        # addresses (or "teredo") before this table is read.
         ("2001::/23", "ietf_protocol"),  # RFC 2928
         ("2001:db8::/32", "documentation"),  # RFC 3849
         ("3fff::/20", "documentation"),  # RFC 9637
@@ -113,7 +125,7 @@ _TEREDO: Final = IPv6Network("2001::/32")
 RANGE_NAMES: Final[frozenset[str]] = frozenset(
     {name for _, name in IPV4_REFUSED}
     | {name for _, name in IPV6_REFUSED}
-    | {_NOT_GLOBAL_UNICAST, "ipv4_compatible", "nat64"}
+    | {_NOT_GLOBAL_UNICAST, "ipv4_compatible", "nat64", "6to4", "teredo"}
 )
 
 
@@ -163,7 +175,8 @@ def _judge_ipv6(addr: IPv6Address) -> str | None:
             return "nat64"  # the translator sits on our side of the policy
         if plain in _IPV4_COMPATIBLE:
             return "ipv4_compatible"  # deprecated by RFC 4291, never routed
-        return None  # 6to4 and Teredo reach the embedded global addresses
+        # A tunnel: a relay decides where it ends (see the module docstring).
+        return "6to4" if plain in _SIX_TO_FOUR else "teredo"
     for network, name in IPV6_REFUSED:
         if plain in network:
             return name

@@ -35,8 +35,6 @@ throttle: rate_limited.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Final
 
@@ -49,12 +47,10 @@ from rypsok.core.engines.base import (
     EngineFailure,
     EngineRequest,
     EngineResponse,
-    EngineSettings,
     FailureClass,
     RawHit,
     SearchParams,
     TimeRange,
-    retry_after_ms,
 )
 from rypsok.core.engines.common import (
     collect_hits,
@@ -62,6 +58,7 @@ from rypsok.core.engines.common import (
     media_type,
     raise_for_interstitial,
     raise_for_status,
+    raise_for_throttle,
     window_start,
 )
 
@@ -89,16 +86,10 @@ class ArXiv(Driver):
     default_endpoint: ClassVar[str] = "https://export.arxiv.org/api/query"
     _max_per_request: ClassVar[int] = 2000  # max_results ceiling per call
 
-    def __init__(
-        self, settings: EngineSettings | None = None, *, clock: Callable[[], float] = time.time
-    ) -> None:
-        super().__init__(settings)
-        self._clock = clock
-
     def build_request(self, params: SearchParams) -> EngineRequest:
         search_query = f"all:{params.query}"
         if params.time_range is not None:
-            now = self._clock()
+            now = self.now()
             start = window_start(params.time_range, now)
             search_query = f"({search_query}) AND submittedDate:[{_stamp(start)} TO {_stamp(now)}]"
         return EngineRequest(
@@ -128,11 +119,7 @@ class ArXiv(Driver):
 
 def _raise_for_signals(response: EngineResponse) -> None:
     """Raise on a throttle or an interstitial, whatever else the answer holds."""
-    status = response.status
-    if status == 429 or (status == 503 and retry_after_ms(response.headers) is not None):
-        raise EngineFailure(
-            FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(response.headers)
-        )
+    raise_for_throttle(response)
     raise_for_interstitial(response)
 
 

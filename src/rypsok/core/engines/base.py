@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -158,19 +159,42 @@ class Driver(abc.ABC):
     categories: ClassVar[frozenset[Category]]
     # Languages the provider can select results by (ISO 639-1). An engine asked
     # for a language outside this set is skipped with a notice (REQ-SEARCH-004).
+    # Each one changes the request the driver builds, except `default_language`.
     languages: ClassVar[frozenset[str]] = frozenset()
+    # The language the request selects when none is asked for: the one language
+    # of a monolingual index (honoured with no parameter), or the edition the
+    # driver falls back to. None: no language is implied.
+    default_language: ClassVar[str | None] = None
+    # Time ranges the provider can filter by (REQ-SEARCH-005). Each one changes
+    # the request, except those in `unfiltered_time_ranges`: ranges that reach
+    # past everything the provider searches, honoured with no parameter.
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset()
+    unfiltered_time_ranges: ClassVar[frozenset[TimeRange]] = frozenset()
     max_query_chars: ClassVar[int] = limits.QUERY_MAX_CHARS
     admission: ClassVar[Admission]
     default_endpoint: ClassVar[str]
     requires_key: ClassVar[bool] = False
 
-    def __init__(self, settings: EngineSettings | None = None) -> None:
+    def __init__(
+        self, settings: EngineSettings | None = None, *, clock: Callable[[], float] = time.time
+    ) -> None:
         self.settings = settings or EngineSettings()
+        # The driver's one impure input: the wall clock, read through `now()` by
+        # drivers whose request depends on the date (a time range). Tests inject
+        # a fixed clock; no driver reads the time itself (REQ-MAIN-004).
+        self._clock = clock
+
+    def now(self) -> float:
+        """The current Unix time, from the injected clock."""
+        return self._clock()
 
     @property
     def endpoint(self) -> str:
         return self.settings.endpoint or self.default_endpoint
+
+    def honoured_languages(self) -> frozenset[str]:
+        """The languages this instance can select: `languages`, unless its settings narrow it."""
+        return self.languages
 
     @property
     def active(self) -> bool:

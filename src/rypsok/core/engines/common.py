@@ -91,18 +91,33 @@ def raise_for_interstitial(response: EngineResponse) -> None:
         raise EngineFailure(FailureClass.BLOCKED)
 
 
+def is_throttle(response: EngineResponse) -> bool:
+    """A 429, or a 503 with a Retry-After: the provider asks us to slow down."""
+    status = response.status
+    return status == 429 or (status == 503 and retry_after_ms(response.headers) is not None)
+
+
+def raise_for_throttle(response: EngineResponse) -> None:
+    """`rate_limited` with the provider's Retry-After when the answer is a throttle."""
+    if is_throttle(response):
+        raise EngineFailure(
+            FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(response.headers)
+        )
+
+
 def raise_for_status(response: EngineResponse, *, credentials_sent: bool = False) -> None:
     """The failure that the status, headers or an interstitial page signal, if any.
 
     A 403 to a request that carried no credential refuses the client (an
     address or User-Agent policy), not a key: `blocked`, never `auth_failure`.
+    A 503 that says when to come back (Retry-After) is the provider shedding
+    load, the same signal as a 429: `rate_limited` (REQ-RES-002). Every other
+    failure keeps its Retry-After too, so the queue can widen the engine's
+    spacing whatever the status (REQ-CMP-002).
     """
-    status = response.status
-    if status == 429:
-        raise EngineFailure(
-            FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(response.headers)
-        )
+    raise_for_throttle(response)
     raise_for_interstitial(response)
+    status = response.status
     if 200 <= status < 300:
         return
     if status == 403 and not credentials_sent:

@@ -40,8 +40,7 @@ under 200.
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import date
 from typing import ClassVar, Final
 
@@ -54,7 +53,6 @@ from rypsok.core.engines.base import (
     EngineFailure,
     EngineRequest,
     EngineResponse,
-    EngineSettings,
     FailureClass,
     RawHit,
     SearchParams,
@@ -119,12 +117,6 @@ class Crossref(Driver):
     default_endpoint: ClassVar[str] = "https://api.crossref.org/works"
     _max_per_request: ClassVar[int] = 1000  # rows ceiling
 
-    def __init__(
-        self, settings: EngineSettings | None = None, *, clock: Callable[[], float] = time.time
-    ) -> None:
-        super().__init__(settings)
-        self._clock = clock
-
     def build_request(self, params: SearchParams) -> EngineRequest:
         query: list[tuple[str, str]] = [
             ("query", params.query),
@@ -132,7 +124,7 @@ class Crossref(Driver):
             ("select", _SELECT),
         ]
         if params.time_range is not None:
-            now = self._clock()
+            now = self.now()
             since = utc_day(window_start(params.time_range, now))
             query.append(("filter", f"from-pub-date:{since},until-pub-date:{utc_day(now)}"))
         mailto = _polite_address(params.contact)

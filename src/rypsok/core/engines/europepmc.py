@@ -34,8 +34,6 @@ told apart, and neither is "no results" nor a format drift: request_failure.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import ClassVar
 
 from pydantic import Field
@@ -47,7 +45,6 @@ from rypsok.core.engines.base import (
     EngineFailure,
     EngineRequest,
     EngineResponse,
-    EngineSettings,
     FailureClass,
     RawHit,
     SearchParams,
@@ -103,16 +100,10 @@ class EuropePmc(Driver):
     _max_per_request: ClassVar[int] = 1000  # pageSize ceiling
     _record_page: ClassVar[str] = "https://europepmc.org/article/"
 
-    def __init__(
-        self, settings: EngineSettings | None = None, *, clock: Callable[[], float] = time.time
-    ) -> None:
-        super().__init__(settings)
-        self._clock = clock
-
     def build_request(self, params: SearchParams) -> EngineRequest:
         query = params.query
         if params.time_range is not None:
-            now = self._clock()
+            now = self.now()
             since = utc_day(window_start(params.time_range, now))
             query = f"({query}) AND FIRST_PDATE:[{since} TO {utc_day(now)}]"
         return EngineRequest(

@@ -95,6 +95,8 @@ class Gdelt(Driver):
     id: ClassVar[str] = "gdelt"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.NEWS})
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset(TimeRange)
+    # GDELT searches about three months back: a year reaches past all of it.
+    unfiltered_time_ranges: ClassVar[frozenset[TimeRange]] = frozenset({TimeRange.YEAR})
     admission: ClassVar[Admission] = Admission(
         min_interval_ms=5_000,  # one request every five seconds per address
         max_concurrency=1,

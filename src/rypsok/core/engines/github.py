@@ -33,8 +33,6 @@ both are capped at LIM-B4.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 from typing import ClassVar, Final
 
@@ -47,7 +45,6 @@ from rypsok.core.engines.base import (
     EngineFailure,
     EngineRequest,
     EngineResponse,
-    EngineSettings,
     FailureClass,
     RawHit,
     SearchParams,
@@ -105,16 +102,10 @@ class GitHub(Driver):
     _max_per_request: ClassVar[int] = 100  # per_page ceiling
     _api_version: ClassVar[str] = "2022-11-28"
 
-    def __init__(
-        self, settings: EngineSettings | None = None, *, clock: Callable[[], float] = time.time
-    ) -> None:
-        super().__init__(settings)
-        self._clock = clock
-
     def build_request(self, params: SearchParams) -> EngineRequest:
         query = params.query
         if params.time_range is not None:
-            since = utc_day(window_start(params.time_range, self._clock()))
+            since = utc_day(window_start(params.time_range, self.now()))
             query = f"{query} pushed:>={since}"
         headers = [
             ("Accept", "application/vnd.github+json"),

@@ -19,13 +19,12 @@ Time range. `numericFilters=created_at_i>T` with T = now minus the range
 `build_request`: it comes from the injected `clock` (the wall clock by
 default), so tests pin it and `parse` stays pure.
 
-No language selection: the index carries no language field.
+Language. The index is of an English-language site: English is honoured
+without a parameter (`default_language`), any other language skips the engine.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import ClassVar
 
 from pydantic import Field
@@ -36,7 +35,6 @@ from rypsok.core.engines.base import (
     Driver,
     EngineRequest,
     EngineResponse,
-    EngineSettings,
     RawHit,
     SearchParams,
     TimeRange,
@@ -72,6 +70,10 @@ class HackerNews(Driver):
 
     id: ClassVar[str] = "hackernews"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.NEWS, Category.CODE})
+    # An English-language index: English is honoured by the index itself, with
+    # no parameter (REQ-SEARCH-004).
+    languages: ClassVar[frozenset[str]] = frozenset({"en"})
+    default_language: ClassVar[str | None] = "en"
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset(TimeRange)
     admission: ClassVar[Admission] = Admission(
         min_interval_ms=360,  # 10,000 requests per hour and IP
@@ -83,12 +85,6 @@ class HackerNews(Driver):
     _max_per_request: ClassVar[int] = 1000  # hitsPerPage ceiling
     _item_page: ClassVar[str] = "https://news.ycombinator.com/item?id="
 
-    def __init__(
-        self, settings: EngineSettings | None = None, *, clock: Callable[[], float] = time.time
-    ) -> None:
-        super().__init__(settings)
-        self._clock = clock
-
     def build_request(self, params: SearchParams) -> EngineRequest:
         query: list[tuple[str, str]] = [
             ("query", params.query),
@@ -96,7 +92,7 @@ class HackerNews(Driver):
             ("hitsPerPage", str(min(params.results, self._max_per_request))),
         ]
         if params.time_range is not None:
-            since = int(window_start(params.time_range, self._clock()))
+            since = int(window_start(params.time_range, self.now()))
             query.append(("numericFilters", f"created_at_i>{since}"))
         return EngineRequest(url=self.endpoint, params=tuple(query))
 

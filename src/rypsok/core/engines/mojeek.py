@@ -35,8 +35,6 @@ request_failure. The message is matched against fixed phrases, never passed on.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import ClassVar, Final
 
 from pydantic import Field
@@ -49,7 +47,6 @@ from rypsok.core.engines.base import (
     EngineFailure,
     EngineRequest,
     EngineResponse,
-    EngineSettings,
     FailureClass,
     RawHit,
     SafeSearch,
@@ -116,12 +113,6 @@ class Mojeek(Driver):
     requires_key: ClassVar[bool] = True
     _max_per_request: ClassVar[int] = 20  # U: Mojeek's `t` ceiling is not documented
 
-    def __init__(
-        self, settings: EngineSettings | None = None, *, clock: Callable[[], float] = time.time
-    ) -> None:
-        super().__init__(settings)
-        self._clock = clock
-
     def build_request(self, params: SearchParams) -> EngineRequest:
         query: list[tuple[str, str]] = [
             ("q", params.query),
@@ -153,7 +144,7 @@ class Mojeek(Driver):
 
     def _since(self, time_range: TimeRange) -> str:
         """`since` as YYYYMMDD (UTC): the start of the range, seen from the clock."""
-        return utc_day(window_start(time_range, self._clock())).replace("-", "")
+        return utc_day(window_start(time_range, self.now())).replace("-", "")
 
 
 def _raise_for_status_field(status: str) -> None:

@@ -10,15 +10,19 @@ request takes, in this order and first come first served:
    in between, so concurrent searches queue up instead of racing a shared
    "has enough time passed?" check.
 
-A request whose start time would come after its deadline is not sent: it is
-reported `timeout` (decision 1). A 429 or Retry-After doubles the spacing and
-pushes the next start past the Retry-After (capped at LIM-B4); a run of
-successes halves the spacing back towards the record's. Nothing is retried
-here: retrying is the circuit breaker's task (REQ-AGG-008).
+A request whose start time would come after its deadline is not sent
+(decision 1). It is reported as not asked, never as a provider timeout, and
+with why (CLR-5): its engine's rate leaves no turn before the deadline, or the
+provider's Retry-After pauses the engine past it. A 429, or a Retry-After on
+any answer, doubles the spacing and pushes the next start past the
+Retry-After (capped at LIM-B4); a run of successes halves the spacing back
+towards the record's. Nothing is retried here: retrying is the circuit
+breaker's task (REQ-AGG-008).
 """
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -37,15 +41,24 @@ MAX_SPACING_FACTOR = 64
 SUCCESSES_TO_DECAY = 5
 
 
+class WhyNotSent(enum.StrEnum):
+    """Why a request's turn would come after its deadline."""
+
+    NO_TURN = "no_turn"  # the engine's spacing or concurrency leaves no turn in time
+    PAUSED = "paused"  # the provider's Retry-After holds the engine past the deadline
+
+
 class NotSent(EngineFailure):
     """The request's turn would come after its deadline: it was never sent.
 
-    Reported as a `timeout` in the call, but it says nothing about the
-    provider's health, so the circuit breaker does not count it.
+    Its class stays `timeout` for the metrics, but the call reports it as
+    not asked (with `why`), and it says nothing about the provider's health,
+    so the circuit breaker does not count it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, why: WhyNotSent = WhyNotSent.NO_TURN) -> None:
         super().__init__(FailureClass.TIMEOUT)
+        self.why = why
 
 
 class EngineQueue:
@@ -79,9 +92,14 @@ class EngineQueue:
         """The start of this request's turn, or NotSent; a refused turn reserves nothing."""
         start = max(self._clock(), self._next_start, self._blocked_until)
         if start >= deadline:
-            raise NotSent()
+            raise self._not_sent(deadline)
         self._next_start = start + self.spacing_s
         return start
+
+    def _not_sent(self, deadline: float) -> NotSent:
+        """The refusal of a turn that would come too late, with the reason that decided it."""
+        paused = self._blocked_until >= deadline
+        return NotSent(WhyNotSent.PAUSED if paused else WhyNotSent.NO_TURN)
 
     @asynccontextmanager
     async def turn(self, deadline: float) -> AsyncIterator[None]:
@@ -89,12 +107,12 @@ class EngineQueue:
         with anyio.move_on_after(max(0.0, deadline - self._clock())) as waiting:
             await self._engine_slots.acquire()
         if waiting.cancelled_caught:
-            raise NotSent()
+            raise self._not_sent(deadline)
         try:
             with anyio.move_on_after(max(0.0, deadline - self._clock())) as waiting:
                 await self._process_slots.acquire()
             if waiting.cancelled_caught:
-                raise NotSent()
+                raise self._not_sent(deadline)
             try:
                 start = self._reserve_start(deadline)
                 await anyio.sleep(max(0.0, start - self._clock()))
@@ -105,7 +123,7 @@ class EngineQueue:
             self._engine_slots.release()
 
     def rate_limited(self, retry_after_ms: int | None) -> None:
-        """A 429 or throttle signal: widen the spacing, honour Retry-After."""
+        """A 429, throttle signal or Retry-After: widen the spacing, honour Retry-After."""
         self._factor = min(self._factor * 2, MAX_SPACING_FACTOR)
         self._successes = 0
         if retry_after_ms is not None:

@@ -40,8 +40,7 @@ engine's queue holds its next request until the pause has passed.
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import ClassVar, Final
 
 from pydantic import Field
@@ -53,7 +52,6 @@ from rypsok.core.engines.base import (
     EngineFailure,
     EngineRequest,
     EngineResponse,
-    EngineSettings,
     FailureClass,
     PausingHits,
     RawHit,
@@ -106,6 +104,7 @@ class StackExchange(Driver):
     id: ClassVar[str] = "stackexchange"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.CODE})
     languages: ClassVar[frozenset[str]] = frozenset({"en"})
+    default_language: ClassVar[str | None] = "en"  # an English-language site, no parameter
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset(TimeRange)
     admission: ClassVar[Admission] = Admission(
         # The daily quota (300 a day) is enforced by its own signals, not by a
@@ -121,12 +120,6 @@ class StackExchange(Driver):
     _site: ClassVar[str] = "stackoverflow"
     _max_per_request: ClassVar[int] = 100  # pagesize ceiling
 
-    def __init__(
-        self, settings: EngineSettings | None = None, *, clock: Callable[[], float] = time.time
-    ) -> None:
-        super().__init__(settings)
-        self._clock = clock
-
     def build_request(self, params: SearchParams) -> EngineRequest:
         query: list[tuple[str, str]] = [
             ("q", params.query),
@@ -137,7 +130,7 @@ class StackExchange(Driver):
             ("filter", "withbody"),
         ]
         if params.time_range is not None:
-            since = int(window_start(params.time_range, self._clock()))
+            since = int(window_start(params.time_range, self.now()))
             query.append(("fromdate", str(since)))
         return EngineRequest(url=self.endpoint, params=tuple(query))
 

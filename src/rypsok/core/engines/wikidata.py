@@ -15,51 +15,41 @@ Configuration (`[engines.wikidata]`):
 Language. `language` selects the language whose labels and aliases are
 matched and `uselang` the language of the returned label and description,
 so the engine honours every language in `languages` (a conservative subset of
-Wikidata's content languages). Without a selection it asks in English.
+Wikidata's content languages). Without a selection, or for a language outside
+that set (an operator default), it asks in English.
 
 Result. Title = the label, snippet = the description, URL =
 https://www.wikidata.org/wiki/<Q-id>, built from the entity id on the public
 host derived from `default_endpoint`: the reply's own `url` is
 protocol-relative and names whatever host answered. No date.
 
-Errors. As on every MediaWiki API: HTTP 200 with an `error` object;
-`ratelimited` and `maxlag` are rate_limited, any other code request_failure.
+Errors. MediaWiki's shared reading (status, `error` objects, throttle codes)
+is in core/engines/mediawiki.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar, Final
+from typing import ClassVar
 from urllib.parse import urlsplit
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from rypsok.core.engines.base import (
     Admission,
     Category,
     Driver,
-    EngineFailure,
     EngineRequest,
     EngineResponse,
-    FailureClass,
     RawHit,
     SearchParams,
-    retry_after_ms,
 )
 from rypsok.core.engines.common import (
     StrictModel,
     collect_hits,
-    decode_json,
-    raise_for_status,
     validate,
     validate_or_none,
 )
-
-_THROTTLE_CODES: Final = frozenset({"ratelimited", "maxlag"})
-
-
-class _ApiError(StrictModel):
-    code: str
+from rypsok.core.engines.mediawiki import read_answer
 
 
 class _Answer(StrictModel):
@@ -118,10 +108,10 @@ class Wikidata(Driver):
     )
     default_endpoint: ClassVar[str] = "https://www.wikidata.org/w/api.php"
     _max_per_request: ClassVar[int] = 50  # wbsearchentities `limit` ceiling
-    _fallback_language: ClassVar[str] = "en"
+    default_language: ClassVar[str | None] = "en"
 
     def build_request(self, params: SearchParams) -> EngineRequest:
-        language = params.language or self._fallback_language
+        language = params.language if params.language in self.languages else "en"
         return EngineRequest(
             url=self.endpoint,
             params=(
@@ -137,13 +127,7 @@ class Wikidata(Driver):
         )
 
     def parse(self, response: EngineResponse) -> list[RawHit]:
-        # No credential is sent, so a 403 refuses the client (User-Agent policy,
-        # abuse filter), not a key: blocked, never auth_failure.
-        raise_for_status(response)
-        document = decode_json(response)
-        if isinstance(document, dict) and "error" in document:
-            raise _api_failure(document["error"], response.headers)
-        answer = validate(_Answer, document)
+        answer = validate(_Answer, read_answer(response))
         return collect_hits(answer.search, self._hit)
 
     def _hit(self, position: int, item: object) -> RawHit | None:
@@ -161,14 +145,3 @@ class Wikidata(Driver):
             title=title,
             snippet=entity.snippet(),
         )
-
-
-def _api_failure(error: object, headers: Mapping[str, str]) -> EngineFailure:
-    """The class of a MediaWiki `error` object; its text never leaves the driver."""
-    try:
-        code = _ApiError.model_validate(error).code
-    except ValidationError:
-        return EngineFailure(FailureClass.PARSE_FAILURE)
-    if code in _THROTTLE_CODES:
-        return EngineFailure(FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(headers))
-    return EngineFailure(FailureClass.REQUEST_FAILURE)

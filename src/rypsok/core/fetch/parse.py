@@ -9,17 +9,29 @@ the tree is partial, never unbounded. libxml2's own depth cap drops content
 silently at depth 256, so `huge_tree` lifts it to 2,048 and our bound is
 clamped below that, which makes the loss visible as `partial`.
 
-Two libxml2 costs are bounded before parsing: control characters are removed
+Two libxml2 costs are bounded as each slice is fed: control characters are removed
 (they raise), and the document is cut before a start tag with more than
 MAX_TAG_ATTRIBUTES attributes, because libxml2 checks each attribute against
 the ones before it (quadratic, holding the GIL). No Python recursion: pruning
 walks iteratively.
+
+Cancellation (REQ-PAGE-008, REQ-SEC-012): a parse runs in a worker thread,
+which cannot be interrupted from outside. The pipeline gives each extraction
+a `threading.Event` through `cancellable`; `parse_bounded` checks it before
+every slice and raises `ParseCancelled` once it is set, so an extraction the
+call abandoned at LIM-F5 stops within one slice (64 KiB of markup) instead
+of holding its parse permit and fetch slot to the end of the document. The
+flag travels in a context variable, so the extractor between the pipeline
+and the parser needs no parameter for it.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
+import contextvars
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -36,6 +48,32 @@ class Unparseable(Exception):
     """lxml produced no tree at all."""
 
 
+class ParseCancelled(Exception):
+    """The extraction was abandoned: its cancel flag was set between two slices."""
+
+
+_CANCEL: Final[contextvars.ContextVar[threading.Event | None]] = contextvars.ContextVar(
+    "rypsok_parse_cancel", default=None
+)
+
+
+@contextlib.contextmanager
+def cancellable(flag: threading.Event) -> Iterator[None]:
+    """Parses started inside this block stop at the next slice once `flag` is set."""
+    token = _CANCEL.set(flag)
+    try:
+        yield
+    finally:
+        _CANCEL.reset(token)
+
+
+def check_cancelled() -> None:
+    """Raise `ParseCancelled` if the current extraction was abandoned."""
+    flag = _CANCEL.get()
+    if flag is not None and flag.is_set():
+        raise ParseCancelled
+
+
 _CHUNK_CHARS: Final = 64 * 1024
 _TAG_LOOKBACK: Final = 32  # a slice never ends inside the first characters of a tag
 _LIBXML_DEPTH_CAP: Final = 2_048  # libxml2's own limit with huge_tree
@@ -49,7 +87,6 @@ MAX_TAG_ATTRIBUTES: Final = 1_000
 _LONG_TAG_CHARS: Final = 4_096
 _ATTRIBUTE: Final = re.compile(r"""[\s/]+[^\s=/>"']+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>"']*))?""")
 _START_TAG: Final = re.compile(r"<[A-Za-z]")
-# Elements whose content the HTML tokenizer reads as text up to their end tag.
 # Comments are matched too (an unclosed one runs to the end, as in HTML), so
 # that `<!-- <script> -->` opens no raw text that would hide a real tag.
 _RAW_TEXT_OPEN: Final = re.compile(
@@ -103,20 +140,24 @@ def parse_bounded(html: str, *, max_nodes: int, max_depth: int) -> ParsedTree:
         no_network=True,
     )
     counter = _Counter(max(1, max_nodes), max(1, min(max_depth, _LIBXML_DEPTH_CAP)))
-    html, tag_cut = _cut_before_long_tag(html)
+    tags = _TagScanner(html)
     controls_removed = 0
     crossing: Element = None
-    broken = False
-    for chunk in _slices(html):
-        clean, count = _CONTROLS.subn("", chunk)
+    broken = tag_cut = False
+    for start, slice_end in _slices(html):
+        check_cancelled()
+        cut = tags.first_long_tag_before(slice_end)
+        tag_cut = cut != -1
+        clean, count = _CONTROLS.subn("", html[start : cut if tag_cut else slice_end])
         controls_removed += count
         try:
             parser.feed(_ROOT_END_TAGS.sub("", clean))
         except etree.LxmlError:
             broken = True
         crossing = counter.consume(parser.read_events())
-        if crossing is not None or broken:
+        if crossing is not None or broken or tag_cut:
             break
+    check_cancelled()  # an abandoned call extracts nothing from what was parsed
     root = _finish(parser, counter)
     if crossing is not None:
         _prune_from(crossing)
@@ -124,37 +165,55 @@ def parse_bounded(html: str, *, max_nodes: int, max_depth: int) -> ParsedTree:
     return ParsedTree(root=root, partial=partial, controls_removed=controls_removed)
 
 
-def _cut_before_long_tag(html: str) -> tuple[str, bool]:
-    """`html` up to its first start tag with more than MAX_TAG_ATTRIBUTES attributes.
+class _TagScanner:
+    """Finds the first tag with more than MAX_TAG_ATTRIBUTES attributes, slice by slice.
 
-    One pass over the text: each tag's span is found with `find`, and only long
-    spans are scanned for attributes (quote-aware, so a `>` inside a quoted
-    value does not end the count early but the span is still bounded by it).
-    Only a start tag has attributes: a long span that starts `<!`, `</` or
-    `<?`, or that lies in the raw text of script, style and the like (a
-    JSON-LD block, a `<![CDATA[` section), is not counted, as the HTML
-    tokenizer reads them. The raw-text spans are found once, by one regex
-    scan, and only when a long span is met.
+    It scans only as far as the parser has been fed, so a document cut at
+    LIM-F10 or abandoned by its call is not scanned to its end first. Each
+    tag's span is found with `find`, and only long spans are scanned for
+    attributes (quote-aware, so a `>` inside a quoted value does not end the
+    count early but the span is still bounded by it).
     """
-    raw_text: list[tuple[int, int]] | None = None
-    position = html.find("<")
-    while position != -1:
-        close = html.find(">", position)
-        end = len(html) if close == -1 else close
-        if end - position > _LONG_TAG_CHARS and _START_TAG.match(html, position):
-            if raw_text is None:
-                raw_text = _raw_text_spans(html)
-            inside = _enclosing_span(raw_text, position)
-            if inside is not None:
-                position = html.find("<", inside)
-                continue
-            attributes = sum(1 for _ in _ATTRIBUTE.finditer(html, position + 1, end))
-            if attributes > MAX_TAG_ATTRIBUTES:
-                return html[:position], True
-        if close == -1:
-            break
-        position = html.find("<", close)
-    return html, False
+
+    def __init__(self, html: str) -> None:
+        self._html = html
+        self._position = html.find("<")
+        self._raw_text: list[tuple[int, int]] | None = None
+
+    def first_long_tag_before(self, end: int) -> int:
+        """The start of such a tag among those starting before `end`, or -1."""
+        html, position = self._html, self._position
+        while position != -1 and position < end:
+            close = html.find(">", position)
+            stop = len(html) if close == -1 else close
+            if stop - position > _LONG_TAG_CHARS and _START_TAG.match(html, position):
+                inside = self._raw_text_end(position)
+                if inside is not None:
+                    position = html.find("<", inside)
+                    continue
+                attributes = sum(1 for _ in _ATTRIBUTE.finditer(html, position + 1, stop))
+                if attributes > MAX_TAG_ATTRIBUTES:
+                    return position
+            position = -1 if close == -1 else html.find("<", close)
+        self._position = position
+        return -1
+
+    def _raw_text_end(self, position: int) -> int | None:
+        """The end of the raw-text span (script, style, ...) that holds `position`, or None.
+
+        Only a start tag has attributes: a long span that starts `<!`, `</` or
+        `<?`, or that lies in the raw text of script, style and the like (a
+        JSON-LD block, a `<![CDATA[` section), is no tag, as the HTML tokenizer
+        reads it. The spans are found by one regex scan, made only when a long
+        span is met.
+        """
+        if self._raw_text is None:
+            self._raw_text = _raw_text_spans(self._html)
+        spans = self._raw_text
+        index = bisect.bisect_right(spans, position, key=lambda span: span[0]) - 1
+        if index >= 0 and spans[index][0] <= position < spans[index][1]:
+            return spans[index][1]
+        return None
 
 
 def _raw_text_spans(html: str) -> list[tuple[int, int]]:
@@ -173,14 +232,6 @@ def _raw_text_spans(html: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _enclosing_span(spans: list[tuple[int, int]], position: int) -> int | None:
-    """The end of the raw-text span that holds `position`, or None."""
-    index = bisect.bisect_right(spans, position, key=lambda span: span[0]) - 1
-    if index >= 0 and spans[index][0] <= position < spans[index][1]:
-        return spans[index][1]
-    return None
-
-
 def _finish(parser: Any, counter: _Counter) -> Element:
     try:
         root = parser.close()
@@ -193,7 +244,8 @@ def _finish(parser: Any, counter: _Counter) -> Element:
     return root
 
 
-def _slices(html: str) -> Iterator[str]:
+def _slices(html: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each slice fed to the parser."""
     start, size = 0, len(html)
     while start < size:
         end = min(start + _CHUNK_CHARS, size)
@@ -202,7 +254,7 @@ def _slices(html: str) -> Iterator[str]:
             cut = html.rfind("<", end - _TAG_LOOKBACK, end)
             if cut > start:
                 end = cut
-        yield html[start:end]
+        yield start, end
         start = end
 
 

@@ -9,7 +9,9 @@ Parsing (RFC 9309 §2.1-§2.2, §2.5):
   a cut `Allow: /abc` cannot turn into a wider `Allow: /a`;
 - records are `key: value`, keys case-insensitive, `#` starts a comment, lines
   end in CR, LF or CRLF, a leading UTF-8 byte order mark is skipped; a line
-  without a colon or with an unknown key is ignored and ends no group;
+  without a colon is read as `key value` when a run of spaces or tabs splits
+  it into exactly two words (as Google's reference parser reads it), and is
+  otherwise ignored; a line with an unknown key is ignored and ends no group;
 - a group is one or more user-agent lines followed by rules; blank lines and
   other records do not end it, the next user-agent line after a rule does;
 - the groups naming our product token are merged; only when no group names it
@@ -60,6 +62,9 @@ UNREACHABLE_TTL_S = 600.0
 
 _BOM = b"\xef\xbb\xbf"
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+# A colon-less record: two runs of non-blank octets with spaces or tabs between
+# them (the reference parser's separators); a third run makes it no record.
+_WHITESPACE_SEPARATED = re.compile(rb"([^ \t]++)[ \t]++([^ \t]++)")
 # §2.2.1: a product token is letters, "_" and "-"; a user-agent value such as
 # "ExampleBot/1.0" names the token in front of the first other character.
 _TOKEN = re.compile(rb"[A-Za-z_-]+")
@@ -186,13 +191,32 @@ def _bounded_lines(body: bytes) -> list[bytes]:
     return _LINE_BREAK.split(body)
 
 
+def _key_and_value(content: bytes) -> tuple[bytes, bytes] | None:
+    """The key and value of one line without its comment; None if it is no record.
+
+    `key: value` is the form of RFC 9309. Like Google's reference parser (the
+    RFC authors' own, robots.cc), a line without a colon is read as `key value`
+    when it holds exactly two runs of characters separated by spaces or tabs:
+    `Disallow /private` is a rule, `this line is not a record` is not.
+    """
+    key, colon, value = content.partition(b":")
+    if not colon:
+        words = _WHITESPACE_SEPARATED.fullmatch(content.strip())
+        if words is None:
+            return None
+        key, value = words.group(1), words.group(2)
+    key = key.strip()
+    if not key:
+        return None
+    return key.lower(), value.strip()
+
+
 def _records(lines: Iterable[bytes]) -> Iterator[tuple[bytes, bytes]]:
     """(lower-case key, value) of each line that is a record; the rest is skipped."""
     for line in lines:
-        content = line.split(b"#", 1)[0]
-        key, colon, value = content.partition(b":")
-        if colon:
-            yield key.strip().lower(), value.strip()
+        record = _key_and_value(line.split(b"#", 1)[0])
+        if record is not None:
+            yield record
 
 
 def _agent(value: bytes) -> str:

@@ -57,7 +57,7 @@ from rypsok.core.engines.base import (
     SearchParams,
     TimeRange,
 )
-from rypsok.core.engines.queue import EngineQueue, NotSent
+from rypsok.core.engines.queue import EngineQueue, NotSent, WhyNotSent
 from rypsok.core.health import CircuitBreaker, CircuitEvent
 from rypsok.core.metrics import Metrics
 from rypsok.core.search.rank import Candidate, CanonicalResult, rank_results
@@ -69,7 +69,7 @@ _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 class EngineTransport(Protocol):
-    """What the pipeline needs of egress (rypsok.core.egress.client.EgressClient)."""
+    """What the pipeline needs to send a request (rypsok.core.engines.transport.EngineEgress)."""
 
     async def engine_get(
         self,
@@ -110,7 +110,8 @@ class EngineAnswer:
     failure: FailureClass | None = None
     skipped: bool = False  # its circuit is open: no request was sent
     retry_after_ms: int | None = None
-    sent: bool = True  # False: its turn came too late, the provider was never asked
+    # Set when its turn came too late: the provider was never asked, and why.
+    not_sent: WhyNotSent | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +142,19 @@ def _failure_notice(answer: EngineAnswer) -> Notice:
             code=NoticeCode.ENGINE_SKIPPED,
             message=f"Engine {answer.engine} is skipped after repeated failures; it is tried "
             "again after its cooldown.",
+        )
+    if answer.not_sent is WhyNotSent.PAUSED:
+        return Notice(
+            code=NoticeCode.ENGINE_PAUSED,
+            message=f"Engine {answer.engine} was not asked: its provider asked rypsok to pause "
+            "it (Retry-After or backoff) until after this call's deadline; results may be "
+            "incomplete.",
+        )
+    if answer.not_sent is WhyNotSent.NO_TURN:
+        return Notice(
+            code=NoticeCode.ENGINE_NOT_ASKED,
+            message=f"Engine {answer.engine} was not asked: its rate limit leaves no turn "
+            "before this call's deadline; results may be incomplete.",
         )
     failure = answer.failure.value if answer.failure else "unknown"
     return Notice(
@@ -228,7 +242,7 @@ class SearchPipeline:
 
     @staticmethod
     def _cannot_honour(driver: Driver, request: SearchRequest) -> str | None:
-        if request.language is not None and request.language not in driver.languages:
+        if request.language is not None and request.language not in driver.honoured_languages():
             return "language"
         if request.time_range is not None and request.time_range not in driver.time_ranges:
             return "time_range"
@@ -263,7 +277,7 @@ class SearchPipeline:
             raise
         if scope.cancelled_caught:  # hung past the deadline (REQ-AGG-002)
             answer = self._finish(driver.id, started, failure=FailureClass.TIMEOUT)
-        if not answer.sent:
+        if answer.not_sent is not None:
             breaker.released()  # the provider was not asked: no verdict on its health
         elif answer.failure is None:
             breaker.succeeded()
@@ -292,10 +306,15 @@ class SearchPipeline:
                 if isinstance(parsed, PausingHits):
                     queue.pause(parsed.pause_ms)
                 hits = tuple(parsed)
-        except NotSent:
-            return EngineAnswer(driver.id, failure=FailureClass.TIMEOUT, sent=False)
+        except NotSent as refused:
+            return EngineAnswer(driver.id, failure=FailureClass.TIMEOUT, not_sent=refused.why)
         except EngineFailure as failure:
-            if failure.failure_class is FailureClass.RATE_LIMITED:
+            # A throttle, or a Retry-After on any answer (a 503, another 5xx), widens
+            # this engine's spacing and holds its next start (REQ-CMP-002, REQ-RES-002).
+            if (
+                failure.failure_class is FailureClass.RATE_LIMITED
+                or failure.retry_after_ms is not None
+            ):
                 queue.rate_limited(failure.retry_after_ms)
             return self._finish(
                 driver.id,
@@ -364,10 +383,11 @@ class SearchPipeline:
         answers: dict[str, EngineAnswer] = {}
 
         async def ask(driver: Driver) -> None:
+            started = self._clock()
             with anyio.move_on_after(max(0.0, deadline - self._clock())) as scope:
                 answers[driver.id] = await self._ask_shared(caller, driver, params, deadline)
             if scope.cancelled_caught:
-                answers[driver.id] = self._finish(driver.id, deadline, failure=FailureClass.TIMEOUT)
+                answers[driver.id] = self._finish(driver.id, started, failure=FailureClass.TIMEOUT)
 
         async with anyio.create_task_group() as group:
             for driver in chosen:

@@ -14,7 +14,8 @@ Contract of `rank_results(candidates, preference, max_results)`:
   common denominator, so the order in which engines answered cannot change a
   single comparison (REQ-ARCH-004).
 * Order (REQ-RANK-006), a total order: score descending, best rank ascending,
-  best engine preference ascending, comparison key ascending. Then cut to
+  best engine preference among all observations ascending, comparison key
+  ascending. Then cut to
   `max_results` (REQ-RANK-007).
 * Engine preference is the position in `preference`; an engine not listed
   comes after every listed one, and such engines among themselves by id.
@@ -115,7 +116,10 @@ def _ordered_entry(
         )
     best = observed[0]
     score = sum(term[candidate.rank] for candidate in observed)
-    return (-score, best.rank, engine_preference.of(best.engine), key), observed
+    # The third key is the most preferred engine among *all* observations
+    # (docs/ranking.md §4), not the engine of the best-ranked one.
+    preferred = min(engine_preference.of(candidate.engine) for candidate in observed)
+    return (-score, best.rank, preferred, key), observed
 
 
 class _EnginePreferences:

@@ -1,0 +1,55 @@
+"""What every MediaWiki Action API answer shares, for `wikipedia` and `wikidata`.
+
+Both engines speak the same API (`w/api.php`, `format=json&formatversion=2`),
+so they read an answer the same way, here, once (REQ-MAIN-004):
+
+1. the HTTP status and interstitial pages, as for every engine (no credential
+   is sent, so a 403 refuses the client, not a key: `blocked`);
+2. the JSON document, or parse_failure;
+3. MediaWiki's own errors, which come with HTTP 200 and an `error` object
+   (https://www.mediawiki.org/wiki/API:Errors_and_warnings). `ratelimited`
+   and `maxlag` are throttle signals that clear after a wait (maxlag comes
+   with Retry-After): rate_limited. Any other code is request_failure. An
+   `error` without a string `code` is not MediaWiki's format: parse_failure.
+
+The code and its `info` text never leave this module (REQ-SEC-016).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from rypsok.core.engines.base import (
+    EngineFailure,
+    EngineResponse,
+    FailureClass,
+    retry_after_ms,
+)
+from rypsok.core.engines.common import StrictModel, decode_json, raise_for_status, validate_or_none
+
+THROTTLE_CODES: Final = frozenset({"ratelimited", "maxlag"})
+
+
+class _ApiError(StrictModel):
+    code: str
+
+
+def read_answer(response: EngineResponse) -> object:
+    """The JSON document of a MediaWiki answer, or the `EngineFailure` it signals."""
+    raise_for_status(response)
+    document = decode_json(response)
+    if isinstance(document, dict) and "error" in document:
+        raise _api_failure(document["error"], response)
+    return document
+
+
+def _api_failure(error: object, response: EngineResponse) -> EngineFailure:
+    """The class of a MediaWiki `error` object."""
+    api_error = validate_or_none(_ApiError, error)
+    if api_error is None:
+        return EngineFailure(FailureClass.PARSE_FAILURE)
+    if api_error.code in THROTTLE_CODES:
+        return EngineFailure(
+            FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(response.headers)
+        )
+    return EngineFailure(FailureClass.REQUEST_FAILURE)
