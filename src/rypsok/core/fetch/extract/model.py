@@ -33,6 +33,7 @@ class Extracted:
     # Elements a browser would not render, dropped with their text (REQ-CTX-005, CLR-11).
     hidden_removed: int = 0
     hidden_chars: int = 0
+    hidden_check_partial: bool = False  # a LIM-V bound cut the style-sheet check short
 
 
 class ExtractionFailed(Exception):

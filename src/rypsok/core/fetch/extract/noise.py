@@ -27,7 +27,7 @@ from typing import Final
 from lxml import etree  # type: ignore[import-untyped]
 
 from rypsok.core.fetch.extract.model import HtmlElement
-from rypsok.core.fetch.extract.visibility import HiddenRules, hidden_by_attributes
+from rypsok.core.fetch.extract.visibility import hidden_by_class
 
 _SKIPPED_TAGS: Final = frozenset(
     {"head", "title", "script", "style", "noscript", "template", "link", "meta", "base"}
@@ -249,7 +249,7 @@ class Analysis:
     hidden_chars: int = 0  # their text
 
 
-def analyse(body: HtmlElement, hidden: HiddenRules) -> Analysis:
+def analyse(body: HtmlElement) -> Analysis:
     """Noise verdicts, text measures and paragraph scores in one iterative pass.
 
     The stack holds one measure per open element; a plain inline element
@@ -264,7 +264,7 @@ def analyse(body: HtmlElement, hidden: HiddenRules) -> Analysis:
     walker = etree.iterwalk(body, events=("start", "end"))
     for event, element in walker:
         if event == "start":
-            stat = _open(element, stack, hidden, analysis)
+            stat = _open(element, stack, analysis)
             if stat is None:
                 noise.add(element)
                 walker.skip_subtree()
@@ -295,9 +295,7 @@ def _close_inline(
         stack[-1].add_text(tail)
 
 
-def _open(
-    element: HtmlElement, stack: list[Stat], hidden: HiddenRules, analysis: Analysis
-) -> Stat | None:
+def _open(element: HtmlElement, stack: list[Stat], analysis: Analysis) -> Stat | None:
     """The element's measure, or None when it is noise (the walk root never is)."""
     tag = element.tag
     if not isinstance(tag, str):
@@ -312,7 +310,7 @@ def _open(
         return stack[-1]  # shared with the parent
     if items:
         attributes = dict(items)
-        if stack and hidden_by_attributes(attributes, hidden):
+        if stack and hidden_by_class(attributes):
             analysis.hidden_elements += 1
             analysis.hidden_chars += _text_size(element)
             return None
