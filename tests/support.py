@@ -106,6 +106,8 @@ ENGINE_PATHS = {
     "stackexchange": "/2.3/search/advanced",
     "europepmc": "/europepmc/webservices/rest/search",
     "crossref": "/works",
+    "npm": "/-/v1/search",
+    "dblp": "/search/publ/api",
 }
 OK_FIXTURES = {
     "wikipedia": "ok.json",
@@ -117,6 +119,8 @@ OK_FIXTURES = {
     "stackexchange": "ok.json",
     "europepmc": "ok.json",
     "crossref": "ok.json",
+    "npm": "ok.json",
+    "dblp": "ok.json",
 }
 
 

@@ -10,11 +10,13 @@ import pathlib
 import re
 
 from rypsok.core.config import reference_table
+from rypsok.core.engines.registry import engine_models
 from rypsok.core.limits_table import limits_table
 
 BLOCK = re.compile(r"(<!-- BEGIN generated -->\n).*?(<!-- END generated -->)", re.DOTALL)
 PAGES = {
-    pathlib.Path("docs/configuration.md"): reference_table,
+    # Each engine's own typed settings are listed after the common keys.
+    pathlib.Path("docs/configuration.md"): lambda: reference_table(engine_models()),
     pathlib.Path("docs/limits.md"): limits_table,
 }
 

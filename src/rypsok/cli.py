@@ -22,7 +22,7 @@ from rypsok import __version__
 from rypsok.core import logs
 from rypsok.core.config import Config, ConfigError
 from rypsok.core.http_policy import HttpPlan, http_configured, plan_http, tls_server_context
-from rypsok.core.services import engine_states, load_configuration
+from rypsok.core.services import engine_categories, engine_states, load_configuration
 
 EXIT_OK = 0
 EXIT_CONFIG = 1
@@ -69,7 +69,11 @@ def _check(config: Config) -> int:
         logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
         return EXIT_CONFIG
     lines = ["configuration OK"]
-    lines += [f"  engine {engine_id}: {state}" for engine_id, state in engine_states(config)]
+    categories = engine_categories(config)
+    lines += [
+        f"  engine {engine_id}: {state} ({', '.join(categories[engine_id])})"
+        for engine_id, state in engine_states(config)
+    ]
     if plan is not None:
         lines.append(f"  http: {plan.url} ({plan.mode}, {len(plan.keys)} caller(s))")
     else:

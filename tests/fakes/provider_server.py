@@ -120,6 +120,7 @@ class RecordedRequest:
     query: tuple[tuple[str, str], ...]
     headers: tuple[tuple[str, str], ...]  # names lower-cased, in arrival order
     arrived: float  # time.monotonic() when the request head was complete
+    body: bytes = b""  # what a POST carried (a GET has none)
 
     def param(self, name: str) -> str | None:
         """The last value of a query parameter."""
@@ -305,8 +306,9 @@ async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:
             name, value = line.split(":", 1)
             headers.append((name.strip().lower(), value.strip()))
     length = next((value for name, value in headers if name == "content-length"), "0")
+    body = b""
     if length.isdigit() and int(length) > 0:
-        await reader.readexactly(int(length))  # a GET has none; read it off the wire anyway
+        body = await reader.readexactly(int(length))  # a GET has none; a POST its form or JSON
     parts = urlsplit(target)
     return RecordedRequest(
         method=method,
@@ -314,6 +316,7 @@ async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:
         query=tuple(parse_qsl(parts.query, keep_blank_values=True)),
         headers=tuple(headers),
         arrived=arrived,
+        body=body,
     )
 
 

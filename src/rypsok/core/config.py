@@ -401,6 +401,19 @@ class EngineConfig(_Section):
         return value
 
 
+class ScrapingConfig(_Section):
+    enabled: bool = Field(
+        default=False,
+        description="REQ-ENG-013 allow engines that read a human-facing page (the operator "
+        "bears the provider's terms)",
+    )
+
+
+# Each engine's `[engines.<id>]` model: EngineConfig, or the driver's subclass of
+# it with the engine's own typed settings. The registry supplies it.
+EngineModels = Mapping[str, type[EngineConfig]]
+
+
 class Config(_Section):
     """The whole configuration. Build it with `load_config`, never by hand in production."""
 
@@ -417,6 +430,7 @@ class Config(_Section):
     operator: OperatorConfig = OperatorConfig()
     http: HttpConfig = HttpConfig()
     cache: CacheConfig = CacheConfig()
+    scraping: ScrapingConfig = ScrapingConfig()
     engines: Mapping[str, EngineConfig] = Field(default_factory=dict)
 
 
@@ -472,8 +486,35 @@ def _toml_type(value: object) -> str:
     return names.get(type(value), "date or time")
 
 
-def parse_config(data: Mapping[str, Any], known_engines: frozenset[str]) -> Config:
-    """Validate a decoded TOML document; raises ConfigError naming the key."""
+def _validate(data: Mapping[str, Any], models: EngineModels) -> Config:
+    """The document as a Config, each engine table validated by its engine's own model."""
+    tables = data.get("engines", {})
+    errors: list[Any] = []
+    engines: dict[str, EngineConfig] = {}
+    rest = {key: value for key, value in data.items() if key != "engines"}
+    if isinstance(tables, Mapping):
+        for engine_id, table in tables.items():
+            try:
+                engines[engine_id] = models.get(engine_id, EngineConfig).model_validate(table)
+            except ValidationError as exc:
+                errors += [{**e, "loc": ("engines", engine_id, *e["loc"])} for e in exc.errors()]
+    else:
+        rest["engines"] = tables  # not a table: Config names the key
+    try:
+        config = Config.model_validate(rest)
+    except ValidationError as exc:
+        errors = list(exc.errors()) + errors
+    if errors:
+        raise ConfigError("; ".join(_describe(e) for e in errors[:5]))
+    return config.model_copy(update={"engines": engines})
+
+
+def parse_config(data: Mapping[str, Any], known_engines: frozenset[str] | EngineModels) -> Config:
+    """Validate a decoded TOML document; raises ConfigError naming the key.
+
+    `known_engines` is the registry's ids, or its ids with each engine's
+    settings model, so an engine's own keys are validated with their types.
+    """
     if "schema_version" not in data:
         raise ConfigError("key 'schema_version' is missing: a configuration file must set it to 1")
     version = data["schema_version"]
@@ -487,10 +528,8 @@ def parse_config(data: Mapping[str, Any], known_engines: frozenset[str]) -> Conf
             f"key 'schema_version': version {data['schema_version']!r} is not supported; "
             f"this rypsok reads version {SCHEMA_VERSION}"
         )
-    try:
-        config = Config.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError("; ".join(_describe(e) for e in exc.errors()[:5])) from None
+    models: EngineModels = known_engines if isinstance(known_engines, Mapping) else {}
+    config = _validate(data, models)
     for engine_id in config.engines:
         if engine_id not in known_engines:
             known = ", ".join(sorted(known_engines))
@@ -504,7 +543,7 @@ def parse_config(data: Mapping[str, Any], known_engines: frozenset[str]) -> Conf
     return config
 
 
-def load_config(path: str | None, known_engines: frozenset[str]) -> Config:
+def load_config(path: str | None, known_engines: frozenset[str] | EngineModels) -> Config:
     """The configuration from `path`, else from $RYPSOK_CONFIG, else the defaults."""
     path = path or os.environ.get(CONFIG_ENV) or None
     if path is None:
@@ -571,17 +610,25 @@ def _rows(model: type[BaseModel], prefix: str) -> Iterator[_Row]:
         yield key, _type_name(annotation), default, bound, field.description or ""
 
 
-def reference_rows() -> list[_Row]:
-    """Every key with its type, default, bound and meaning; engines as `engines.<id>`."""
+def reference_rows(engine_models: EngineModels | None = None) -> list[_Row]:
+    """Every key with its type, default, bound and meaning; engines as `engines.<id>`.
+
+    With the registry's engine models, each engine's own typed settings follow
+    as `engines.<that id>.<key>` rows, at the end.
+    """
     rows = [r for r in _rows(Config, "") if r[0] != "engines"]
     rows += list(_rows(EngineConfig, "engines.<id>."))
     rows += [(f"http.keys[].{r[0]}", *r[1:]) for r in _rows(HttpKey, "")]
-    return [r for r in rows if not r[0].startswith("http.keys.")]
+    rows = [r for r in rows if not r[0].startswith("http.keys.")]
+    for engine_id, model in sorted((engine_models or {}).items()):
+        own = [r for r in _rows(model, "") if r[0] not in EngineConfig.model_fields]
+        rows += [(f"engines.{engine_id}.{r[0]}", *r[1:]) for r in own]
+    return rows
 
 
-def reference_table() -> str:
+def reference_table(engine_models: EngineModels | None = None) -> str:
     lines = ["| key | type | default | bound | meaning |", "|---|---|---|---|---|"]
-    for key, type_name, default, bound, meaning in reference_rows():
+    for key, type_name, default, bound, meaning in reference_rows(engine_models):
         cells = (key, type_name, default, bound, meaning)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines)

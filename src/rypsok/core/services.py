@@ -393,8 +393,8 @@ def build_egress(config: Config) -> EgressClient:
 
 def load_configuration(path: str | None) -> Config:
     """The configuration, checked against the registered engines (REQ-ENG-004, CLR-3)."""
-    config = load_config(path, registry.known_ids())
-    problems = admission_problems(config)
+    config = load_config(path, registry.engine_models())
+    problems = registry.scraping_refusals(config) + admission_problems(config)
     if problems:
         raise ConfigError("; ".join(problems))
     return config
@@ -409,7 +409,9 @@ def admission_problems(config: Config) -> list[str]:
     classes = registry.driver_classes()
     problems = []
     for engine_id, own in config.engines.items():
-        record = classes[engine_id].admission
+        driver_class = classes[engine_id]
+        keyed = driver_class.keyed_admission if own.api_key is not None else None
+        record = keyed or driver_class.admission
         where = f"key 'engines.{engine_id}"
         page = f"docs/engines/{engine_id}.md"
         if own.min_interval_ms is not None and own.min_interval_ms < record.min_interval_ms:
@@ -434,6 +436,23 @@ def engine_states(config: Config) -> list[tuple[str, str]]:
         elif driver.active:
             state = "active"
         else:
-            state = "inactive_no_key" if driver.requires_key else "inactive_no_endpoint"
+            state = _inactive_state(driver)
         states.append((driver.id, state))
     return states
+
+
+def _inactive_state(driver: Driver) -> str:
+    """Why an enabled engine cannot run: its key, its operator contact, or its endpoint."""
+    if driver.requires_key and driver.settings.api_key is None:
+        return "inactive_no_key"
+    if driver.requires_contact and not driver.settings.contact:
+        return "inactive_no_contact"
+    return "inactive_no_endpoint"
+
+
+def engine_categories(config: Config) -> dict[str, list[str]]:
+    """Each registered engine's categories, in the contract's order (for `rypsok check`)."""
+    return {
+        driver.id: [c.value for c in Category if c in driver.categories]
+        for driver, _ in registry.configured_engines(config)
+    }

@@ -12,7 +12,8 @@ its own here. For an engine with id `<id>`:
   the malformed and truncated answers are cut from it;
 * the driver is built with a fixed clock, and made active the least way it
   can be: no settings, else a test key (`requires_key`), else an endpoint
-  (an engine with no public default, like SearXNG), else both.
+  (an engine with no public default, like SearXNG), else both; an engine
+  whose terms require the operator's contact (`requires_contact`) gets one.
 
 Every engine must then classify the shared error classes the same way
 (docs/engines/README.md, REQ-ENG-006, REQ-ENG-009, REQ-RES-002):
@@ -40,6 +41,7 @@ which must leave the request as it is without a filter.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import itertools
 import re
@@ -82,7 +84,14 @@ DOCUMENTED_EXCEPTIONS: dict[tuple[str, int], FailureClass] = {
     # 401/403 is the instance's own policy (JSON disabled, a proxy): a setting.
     ("searxng", 401): FailureClass.REQUEST_FAILURE,
     ("searxng", 403): FailureClass.REQUEST_FAILURE,
+    # docs/engines/marginalia.md, "Rate limits": its throttle is a bare 503.
+    ("marginalia", 503): FailureClass.RATE_LIMITED,
+    # docs/engines/duckduckgo.md and bing.md, "Error and rate-limit signals": a
+    # human-facing page answers overload with 503, which is a throttle there.
+    ("duckduckgo", 503): FailureClass.RATE_LIMITED,
+    ("bing", 503): FailureClass.RATE_LIMITED,
 }
+TEST_CONTACT = "ops@conformance.test"
 
 # A driver reads the time only through the clock its base class is given.
 CLOCK_CALLS = re.compile(
@@ -113,7 +122,8 @@ def active_driver(engine: str) -> Driver:
         EngineSettings(endpoint=TEST_ENDPOINT),
         EngineSettings(endpoint=TEST_ENDPOINT, api_key=TEST_KEY),
     ):
-        driver = cls(settings, clock=lambda: NOW)
+        contact = TEST_CONTACT if cls.requires_contact else None
+        driver = cls(dataclasses.replace(settings, contact=contact), clock=lambda: NOW)
         if driver.active:
             return driver
     raise AssertionError(f"{engine} cannot be made active by a key or an endpoint")

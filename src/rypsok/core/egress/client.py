@@ -254,7 +254,9 @@ class EgressClient:
         connect_timeout_ms: int,
         total_timeout_ms: int,
     ) -> OutboundResponse:
-        """GET a configured endpoint; any failure is an `EgressError` of our own.
+        """Send to a configured endpoint (GET, or the POST a JSON API needs).
+
+        Any failure is an `EgressError` of our own.
 
         The error raised carries no library exception beneath it: that one
         holds the request URL, which may carry a key in a parameter (e.g.
@@ -275,6 +277,8 @@ class EgressClient:
                 url,
                 params=request.params,
                 headers=headers,
+                method=request.method,
+                content=request.body,
                 max_body_bytes=max_body_bytes,
                 connect_timeout_ms=connect_timeout_ms,
                 total_timeout_ms=total_timeout_ms,
@@ -387,8 +391,10 @@ async def _get(
     total_timeout_ms: int,
     truncate: bool = False,
     read_body: ReadBody | None = None,
+    method: str = "GET",
+    content: bytes = b"",
 ) -> tuple[int, MappingProxyType[str, str], bytes | None]:
-    """One GET through a pool's transport: no client layer, so no redirect, cookie or env.
+    """One GET (or an engine's POST) through a pool's transport: no redirect, cookie or env.
 
     The body is None when `read_body` declined it.
     """
@@ -398,10 +404,11 @@ async def _get(
     timeout = httpx2.Timeout(total_s, connect=min(connect_timeout_ms, total_timeout_ms) / 1000)
     with map_transport_errors(), anyio.fail_after(total_s):
         request = httpx2.Request(
-            "GET",
+            method,
             url,
             params=list(params) if params else None,
             headers=headers,
+            content=content or None,
             extensions={"timeout": timeout.as_dict()},
         )
         response = await transport.handle_async_request(request)

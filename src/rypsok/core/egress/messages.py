@@ -4,7 +4,7 @@ Egress is a leaf of the core (REQ-ARCH-001): it knows HTTP and the egress
 policy, not engines or fetching. Callers translate to and from these types
 on their side; the engine side does so in `rypsok.core.engines.transport`.
 
-    OutboundRequest   one GET to a configured endpoint: URL, query, headers
+    OutboundRequest   one GET or POST to a configured endpoint: URL, query, headers, body
     OutboundResponse  a complete, size-bounded answer to it
     CheckedUrl        a URL the agent-directed profile judged, as it will be sent
     AgentResponse     a complete, size-bounded answer to one agent-directed hop
@@ -27,7 +27,7 @@ __all__ = ["AgentResponse", "CheckedUrl", "OutboundRequest", "OutboundResponse"]
 
 @dataclass(frozen=True, slots=True)
 class OutboundRequest:
-    """One GET. `url` is the endpoint without query; egress encodes `params`."""
+    """One GET, or a POST with a body. `url` has no query; egress encodes `params`."""
 
     url: str
     # The query and a key may be in here: neither shows in a repr (REQ-PRIV-004).
@@ -36,6 +36,9 @@ class OutboundRequest:
     # Header names whose values are credentials: sent to the request's own
     # origin only (REQ-SEC-017) and never logged.
     credential_headers: frozenset[str] = frozenset()
+    method: str = "GET"
+    # A JSON API's request body (Kagi, Tavily, Exa): may hold the query, so no repr.
+    body: bytes = field(default=b"", repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,15 @@ Failure classes (REQ-ENG-006), exactly one per failed request:
     request_failure  anything else: connection refused, 5xx, policy refusal
 
 An `EngineFailure` carries its class and a Retry-After, never provider text.
+
+Most engines answer one request. Two kinds need more, and `exchange` runs
+them: a provider whose search is two calls (PubMed: the ids, then their
+summaries) and a scraping driver that meets a redirect on its provider's own
+host. Their `parse` returns a `FollowUp` naming the next request; `exchange`
+sends it within the same turn and deadline, at most MAX_REQUESTS_PER_SEARCH
+requests in all, so a chain can never grow with the provider's answers.
+Scraping drivers (`scraping = True`) are parsed off the event loop, at most
+LIM-C5 at a time (REQ-ENG-015).
 """
 
 from __future__ import annotations
@@ -23,11 +32,21 @@ from __future__ import annotations
 import abc
 import enum
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Final, Literal, TypeVar
+
+import anyio
+from pydantic import BaseModel
 
 from rypsok.core import headers, limits
+from rypsok.core.config import EngineConfig
+
+# One search asks one engine at most this many requests: PubMed's two calls,
+# or a scraping driver's request and one redirect on its provider's host.
+MAX_REQUESTS_PER_SEARCH: Final = 2
+
+_Options = TypeVar("_Options", bound=BaseModel)
 
 
 class FailureClass(enum.StrEnum):
@@ -98,7 +117,11 @@ class SearchParams:
 
 @dataclass(frozen=True, slots=True)
 class EngineRequest:
-    """One GET request. `url` is the endpoint without query; params are encoded by egress."""
+    """One request. `url` is the endpoint without query; params are encoded by egress.
+
+    A POST carries `body` (its Content-Type in `headers`); providers whose
+    API is a JSON POST (Kagi, Tavily, Exa) need it.
+    """
 
     url: str
     # Params carry the query and headers may carry a key: neither shows in a repr
@@ -108,6 +131,9 @@ class EngineRequest:
     # Header names whose values are credentials: egress sends them to the
     # configured origin only (REQ-SEC-017) and never logs them.
     credential_headers: frozenset[str] = frozenset()
+    method: Literal["GET", "POST"] = "GET"
+    # The body may carry the query or the key: never in a repr either.
+    body: bytes = field(default=b"", repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,13 +169,32 @@ class PausingHits(list[RawHit]):
         self.pause_ms = pause_ms
 
 
+class FollowUp(list[RawHit]):
+    """No hits yet: this answer names the next request of the same search.
+
+    `exchange` sends `request` in the same turn and deadline and parses its
+    answer with the same `parse`; a driver tells the answers apart by their
+    content, so `parse` stays pure.
+    """
+
+    def __init__(self, request: EngineRequest) -> None:
+        super().__init__()
+        self.request = request
+
+
+Send = Callable[[EngineRequest], Awaitable[EngineResponse]]
+
+
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
     """The operator's settings for one engine, already validated by the configuration."""
 
     endpoint: str | None = None  # replaces the driver's default endpoint when set
     api_key: str | None = field(default=None, repr=False)  # resolved secret (REQ-SEC-020)
-    extra: Mapping[str, str] = field(default_factory=dict)
+    # The driver's own typed settings (its `options_model`), validated at
+    # start-up with the rest of the configuration; None: the model's defaults.
+    options: BaseModel | None = None
+    contact: str | None = None  # `[operator] contact`, for drivers whose provider requires it
 
 
 class Driver(abc.ABC):
@@ -172,8 +217,20 @@ class Driver(abc.ABC):
     unfiltered_time_ranges: ClassVar[frozenset[TimeRange]] = frozenset()
     max_query_chars: ClassVar[int] = limits.QUERY_MAX_CHARS
     admission: ClassVar[Admission]
+    # The record's figures when the operator gives the engine its own key and
+    # the provider then allows more (NCBI: 10 instead of 3 requests a second).
+    keyed_admission: ClassVar[Admission | None] = None
     default_endpoint: ClassVar[str]
     requires_key: ClassVar[bool] = False
+    # The provider's terms require the operator's contact (crates.io): inactive without it.
+    requires_contact: ClassVar[bool] = False
+    # False: queried only when the operator enables it by name (not zero-configuration).
+    default_enabled: ClassVar[bool] = True
+    # Reads a human-facing page (REQ-ENG-013): refused without `[scraping] enabled`,
+    # never enabled by default, parsed off the event loop.
+    scraping: ClassVar[bool] = False
+    # The typed settings beyond the common ones, as `[engines.<id>]` keys.
+    options_model: ClassVar[type[EngineConfig]] = EngineConfig
 
     def __init__(
         self, settings: EngineSettings | None = None, *, clock: Callable[[], float] = time.time
@@ -199,7 +256,42 @@ class Driver(abc.ABC):
     @property
     def active(self) -> bool:
         """A keyed engine without its key cannot run (REQ-CFG-004)."""
+        if self.requires_contact and not self.settings.contact:
+            return False
         return not self.requires_key or self.settings.api_key is not None
+
+    @property
+    def current_admission(self) -> Admission:
+        """The admission that applies to these settings: keyed figures with a key."""
+        if self.keyed_admission is not None and self.settings.api_key is not None:
+            return self.keyed_admission
+        return self.admission
+
+    def typed_options(self, model: type[_Options]) -> _Options:
+        """The operator's settings for this engine as `model`, else the model's defaults."""
+        options = self.settings.options
+        return options if isinstance(options, model) else model()
+
+    async def exchange(
+        self, params: SearchParams, send: Send, *, parse_slots: anyio.CapacityLimiter
+    ) -> list[RawHit]:
+        """The hits of one search: request, answer, and any follow-up the answer names."""
+        request = self.build_request(params)
+        for _ in range(MAX_REQUESTS_PER_SEARCH):
+            response = await send(request)
+            parsed = await self._parse_answer(response, parse_slots)
+            if not isinstance(parsed, FollowUp):
+                return parsed
+            request = parsed.request
+        raise EngineFailure(FailureClass.PARSE_FAILURE)  # the chain did not end in hits
+
+    async def _parse_answer(
+        self, response: EngineResponse, parse_slots: anyio.CapacityLimiter
+    ) -> list[RawHit]:
+        if not self.scraping:
+            return self.parse(response)
+        # A page parse holds the CPU: off the event loop, at most LIM-C5 at a time.
+        return await anyio.to_thread.run_sync(self.parse, response, limiter=parse_slots)
 
     @abc.abstractmethod
     def build_request(self, params: SearchParams) -> EngineRequest:

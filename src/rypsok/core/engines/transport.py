@@ -86,6 +86,8 @@ class EngineEgress:
             params=request.params,
             headers=request.headers,
             credential_headers=request.credential_headers,
+            method=request.method,
+            body=request.body,
         )
         try:
             response = await self._egress.engine_get(

@@ -194,6 +194,8 @@ class SearchPipeline:
         self._metrics = metrics
         self._clock = clock
         process_slots = anyio.CapacityLimiter(config.search.engines_in_flight)
+        # Scraping drivers parse pages off the event loop, at most LIM-C5 at a time.
+        self._parse_slots = anyio.CapacityLimiter(config.fetch.parse_tasks)
         self._queues = {d.id: self._queue_for(d, process_slots) for d in self.engines}
         self.breakers = {
             d.id: CircuitBreaker.from_config(
@@ -206,8 +208,8 @@ class SearchPipeline:
 
     def _queue_for(self, driver: Driver, process_slots: anyio.CapacityLimiter) -> EngineQueue:
         own = self._config.engines.get(driver.id)
-        interval = driver.admission.min_interval_ms
-        concurrency = driver.admission.max_concurrency
+        interval = driver.current_admission.min_interval_ms  # an own key may allow more
+        concurrency = driver.current_admission.max_concurrency
         if own is not None and own.min_interval_ms is not None:
             interval = max(interval, own.min_interval_ms)  # only gentler than the record
         if own is not None and own.max_concurrency is not None:
@@ -295,14 +297,19 @@ class SearchPipeline:
                 sent = self._clock()
                 budget_ms = int(min(self._config.search.engine_timeout_ms,
                                     (deadline - sent) * 1000))  # fmt: skip
-                response = await self._transport.engine_get(
-                    driver.build_request(params),
-                    explicit_endpoint=driver.settings.endpoint is not None,
-                    max_body_bytes=driver.admission.max_body_bytes,
-                    connect_timeout_ms=min(self._config.search.connect_timeout_ms, budget_ms),
-                    total_timeout_ms=budget_ms,
-                )
-                parsed = driver.parse(response)
+
+                async def send(request: EngineRequest) -> EngineResponse:
+                    # A follow-up (PubMed's second call) spends what is left of the budget.
+                    left_ms = int(min(budget_ms, (deadline - self._clock()) * 1000))
+                    return await self._transport.engine_get(
+                        request,
+                        explicit_endpoint=driver.settings.endpoint is not None,
+                        max_body_bytes=driver.admission.max_body_bytes,
+                        connect_timeout_ms=min(self._config.search.connect_timeout_ms, left_ms),
+                        total_timeout_ms=left_ms,
+                    )
+
+                parsed = await driver.exchange(params, send, parse_slots=self._parse_slots)
                 if isinstance(parsed, PausingHits):
                     queue.pause(parsed.pause_ms)
                 hits = tuple(parsed)

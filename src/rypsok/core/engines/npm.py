@@ -1,0 +1,107 @@
+"""npm: JavaScript packages through the npm registry's search endpoint.
+
+Provider: npm, Inc., `GET https://registry.npmjs.org/-/v1/search?text=`
+(documented in the registry's REGISTRY-API.md). Admission record:
+docs/engines/npm.md.
+
+Configuration (`[engines.npm]`):
+
+    endpoint   replaces https://registry.npmjs.org/-/v1/search, for a mirror.
+
+Request. `text` = the query, `size` = the result count (at most 250).
+
+Result (a package registry, issue 11 item 6). Title = the package name,
+snippet = its description (raw), URL = the registry page
+https://www.npmjs.com/package/<name> (a scoped name keeps its `@scope/`),
+date = `package.date`, the publication of the latest version. The answer's
+scores and counters are not read: `dependents` comes as a string and the
+scores were retired, so neither is a stable field.
+
+No language, time range or safe-search parameter exists.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar, Final
+
+from rypsok.core.engines.base import (
+    Admission,
+    Category,
+    Driver,
+    EngineRequest,
+    EngineResponse,
+    RawHit,
+    SearchParams,
+)
+from rypsok.core.engines.common import (
+    StrictModel,
+    collect_hits,
+    decode_json,
+    iso_date,
+    raise_for_status,
+    validate,
+    validate_or_none,
+)
+
+# npm's package-name rules: lower-case URL-safe characters, optionally @scope/.
+_PACKAGE_NAME: Final = re.compile(r"^(?:@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]{0,213}$")
+
+
+class _Answer(StrictModel):
+    objects: list[object]
+
+
+class _Package(StrictModel):
+    name: str
+    description: str | None = None
+    date: str | None = None
+
+
+class _Object(StrictModel):
+    package: _Package
+
+
+class Npm(Driver):
+    """npm packages through `GET /-/v1/search`."""
+
+    id: ClassVar[str] = "npm"
+    categories: ClassVar[frozenset[Category]] = frozenset({Category.CODE})
+    admission: ClassVar[Admission] = Admission(
+        min_interval_ms=500,  # U: no number published; two a second is far below any seen limit
+        max_concurrency=1,
+        cacheable=True,
+        attribution_required=False,
+        max_body_bytes=2 * 1024 * 1024,
+    )
+    default_endpoint: ClassVar[str] = "https://registry.npmjs.org/-/v1/search"
+    _max_per_request: ClassVar[int] = 250  # size ceiling
+
+    def build_request(self, params: SearchParams) -> EngineRequest:
+        count = min(params.results, self._max_per_request)
+        return EngineRequest(
+            url=self.endpoint,
+            params=(("text", params.query), ("size", str(count))),
+            headers=(("Accept", "application/json"),),
+        )
+
+    def parse(self, response: EngineResponse) -> list[RawHit]:
+        # 429 is the registry's rate limit; 400 (a query it refuses) request_failure.
+        raise_for_status(response)
+        answer = validate(_Answer, decode_json(response))
+        return collect_hits(answer.objects, _hit)
+
+
+def _hit(position: int, item: object) -> RawHit | None:
+    """One package, or None when it has no valid name: that package is skipped."""
+    found = validate_or_none(_Object, item)
+    if found is None or not _PACKAGE_NAME.match(found.package.name):
+        return None
+    package = found.package
+    return RawHit(
+        rank=position,
+        url=f"https://www.npmjs.com/package/{package.name}",
+        title=package.name,
+        snippet=package.description or "",
+        date=iso_date(package.date),
+    )
