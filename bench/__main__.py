@@ -1,7 +1,7 @@
 """`python -m bench [NAME ...] [--quick] [--json PATH]`: run benchmarks, print tables.
 
-NAME is one of: overhead, throughput, coldstart, profile, fetch, http, cache. Without a name
-all of them run in that order (`make bench`, about three to four minutes).
+NAME is one of: overhead, throughput, coldstart, profile, fetch, http, cache, extraction.
+Without a name all of them run in that order (`make bench`, about three to four minutes).
 """
 
 from __future__ import annotations
@@ -18,7 +18,16 @@ import anyio
 
 from bench.common import emit, load_average, machine, production_logging
 
-BENCHMARKS = ("overhead", "throughput", "coldstart", "profile", "fetch", "http", "cache")
+BENCHMARKS = (
+    "overhead",
+    "throughput",
+    "coldstart",
+    "profile",
+    "fetch",
+    "http",
+    "cache",
+    "extraction",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

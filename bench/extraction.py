@@ -1,41 +1,59 @@
-"""Extraction quality and speed: rypsok against trafilatura on the fixture corpus.
+"""Extraction quality and speed: rypsok against trafilatura, in the same run.
 
-Run from the repository root:
+    python -m bench extraction                  # rypsok only in the project venv
+    /work/scratch-traf/bin/python -m bench extraction    # with trafilatura (scratch venv)
+    python -m bench.extraction [--repeat N]     # the same, plus the fixture tables
 
-    /tmp/extract-bench-venv/bin/python -m bench.extraction     # with trafilatura
-    .venv/bin/python -m bench.extraction                        # rypsok only
+trafilatura is never a dependency of rypsok: it is imported when the running
+interpreter has it (a scratch venv with the project on PYTHONPATH or
+installed with --no-deps), else its columns are skipped with a note.
+Method and recorded results: docs/extraction.md.
 
-trafilatura is not a dependency of rypsok (the project venv lacks it); when it
-cannot be imported its columns are skipped with a note. Method and recorded
-results: docs/extraction.md.
+Corpus (the development corpus ../shared/corpora/readability-pages, or
+$RYPSOK_EXTRACTION_CORPUS): F1 with the metric of
+../shared/tools/extraction_score.py (4-gram shingles, per-document
+normalisation; the scorer module itself is loaded, so the figures are the
+scorer's), pages/s of each extractor on the same decoded pages, and the
+ratio. Each page is extracted `--repeat` times by both extractors
+alternately and the best run of each counts, so a burst of load on the
+shared machine hits both; pages/s is the page count over the sum of the
+best times. trafilatura runs as the scorer runs it (`extract(html)`).
 
-Quality, per page of tests/fixtures/pages: present recall is the share of the
-sidecar's `present` strings found in the output, absent precision the share of
-its `absent` strings (chrome, scripts, hidden text) not found; both compare
-with whitespace collapsed. trafilatura runs with Markdown output, links,
-tables and formatting, and without comments (its main-content setting).
-Speed: each extractor gets the same decoded text; after one warm-up the two
-run alternately `--repeat` times and the best run of each counts. Linearity:
-the article of a page is repeated 1, 4, 16 and 64 times and the time per
-input KB compared.
+Sizes: a 3 MB page of paragraphs, the realistic and script-heavy 5 MiB pages
+and the hostile 30,000-attribute tag of bench/fetch.py, extraction alone,
+best of `--repeat` (at most 3) runs.
+
+Fixtures (python -m bench.extraction only): present recall and absent
+precision on tests/fixtures/pages, and linearity on scaled articles.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.util
 import json
+import os
 import re
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+from bench.common import emit
 from rypsok.core.fetch.decode import decode_body, media_type, sniff_kind
 from rypsok.core.fetch.extract import ExtractionFailed, extract_html, extract_text
 
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "pages"
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO / "tests" / "fixtures" / "pages"
+SHARED = REPO.parent / "shared"
+DEV_CORPUS = Path(os.environ.get("RYPSOK_EXTRACTION_CORPUS", SHARED / "corpora/readability-pages"))
+SCORER = SHARED / "tools" / "extraction_score.py"
+CORPUS_URL = "https://corpus.example/page.html"
+THREE_MB = 3_000_000
 SCALED_PAGES = ("news-article", "no-landmarks")
 ARTICLE = re.compile(r"(<article\b[^>]*>)(.*?)(</article>)", re.DOTALL | re.IGNORECASE)
 ENTRY = re.compile(r'(<div class="entrybody">)(.*?)(</div>\s*<div class="entryfooter">)', re.DOTALL)
@@ -220,6 +238,175 @@ def linearity_table(
     return lines
 
 
+# -- the development corpus: F1 and pages/s of both, same run -------------------------------
+
+
+def corpus_markdown(html: str) -> str:
+    """rypsok as extraction_score.py calls an extractor: page in, Markdown out."""
+    return extract_html(html, base_url=CORPUS_URL).markdown
+
+
+def load_scorer() -> ModuleType | None:
+    if not SCORER.exists():
+        return None
+    spec = importlib.util.spec_from_file_location("extraction_score", SCORER)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def trafilatura_plain() -> Callable[[str], str] | None:
+    """trafilatura as the scorer's baseline runs it, or None when it is not installed."""
+    try:
+        import trafilatura  # noqa: PLC0415 - optional, absent from the project venv
+    except ImportError:
+        return None
+
+    def run(html: str) -> str:
+        result: Any = trafilatura.extract(html)
+        return result or ""
+
+    return run
+
+
+def best_times(
+    extractors: list[Callable[[str], str]], html: str, repeat: int
+) -> tuple[list[str], list[float], list[bool]]:
+    """Each extractor's output, best time (s) and failure, the runs interleaved."""
+    outputs, failed = [], []
+    for extractor in extractors:
+        try:
+            outputs.append(extractor(html))
+            failed.append(False)
+        except Exception:
+            outputs.append("")
+            failed.append(True)
+    best = [float("inf")] * len(extractors)
+    for _ in range(repeat):
+        for index, extractor in enumerate(extractors):
+            start = time.perf_counter()
+            with contextlib.suppress(Exception):  # timed like a success
+                extractor(html)
+            best[index] = min(best[index], time.perf_counter() - start)
+    return outputs, best, failed
+
+
+def corpus_figures(repeat: int) -> dict[str, Any]:
+    scorer = load_scorer()
+    if scorer is None or not DEV_CORPUS.is_dir():
+        return {"skipped": f"no corpus at {DEV_CORPUS} or no scorer at {SCORER}"}
+    cases = scorer.load(DEV_CORPUS)
+    traf = trafilatura_plain()
+    extractors: list[Callable[[str], str]] = [corpus_markdown] + ([traf] if traf else [])
+    names = ["rypsok"] + (["trafilatura"] if traf else [])
+    rows: dict[str, list[Any]] = {name: [] for name in names}
+    spent = dict.fromkeys(names, 0.0)
+    failures: dict[str, list[str]] = {name: [] for name in names}
+    for case, html, truth in cases:
+        outputs, times, failed = best_times(extractors, html, repeat)
+        for name, output, seconds, fail in zip(names, outputs, times, failed, strict=True):
+            rows[name].append(scorer.counts(truth, scorer.markdown_to_words(output)))
+            spent[name] += seconds
+            if fail:
+                failures[name].append(case)
+    figures: dict[str, Any] = {"pages": len(cases), "repeat": repeat, "corpus": str(DEV_CORPUS)}
+    for name in names:
+        precision, recall, f1 = scorer.summary(rows[name])
+        figures[name] = {
+            "precision": precision,
+            "recall": recall,
+            "f1": f1,
+            "pages_per_s": len(cases) / spent[name],
+            "failed": failures[name],
+        }
+    if traf:
+        figures["speed_ratio"] = (
+            figures["rypsok"]["pages_per_s"] / figures["trafilatura"]["pages_per_s"]
+        )
+    return figures
+
+
+def report_corpus(figures: dict[str, Any]) -> None:
+    if "skipped" in figures:
+        emit(f"corpus skipped: {figures['skipped']}")
+        return
+    emit(f"corpus {figures['corpus']}: {figures['pages']} pages, best of {figures['repeat']}")
+    for name in ("rypsok", "trafilatura"):
+        if name not in figures:
+            emit("trafilatura: not importable here; run with a scratch venv to compare")
+            continue
+        row = figures[name]
+        emit(
+            f"{name:12s} P={row['precision']:.3f} R={row['recall']:.3f} F1={row['f1']:.3f}  "
+            f"{row['pages_per_s']:.1f} pages/s  failed={len(row['failed'])}"
+            + (f" ({', '.join(row['failed'])})" if row["failed"] else "")
+        )
+    if "speed_ratio" in figures:
+        emit(f"speed ratio rypsok/trafilatura: {figures['speed_ratio']:.2f}x")
+
+
+# -- sizes: linear in page size, the 5 MiB and hostile pages ---------------------------------
+
+
+def paragraphs_page(size: int) -> str:
+    unit = "<p>A paragraph of an article, with a comma, and words enough to be kept as text.</p>"
+    body = unit * (size // len(unit))
+    return f"<!DOCTYPE html><html><head><title>Paragraphs</title></head><body>{body}</body></html>"
+
+
+def size_figures(repeat: int) -> dict[str, Any]:
+    from bench.fetch import (  # noqa: PLC0415 - the page builders of the fetch benchmark
+        HOSTILE_ATTRIBUTES,
+        PAGE_BYTES,
+        hostile_page,
+        realistic_page,
+        script_heavy_page,
+    )
+
+    pages = {
+        "3 MB of paragraphs": paragraphs_page(THREE_MB),
+        "1 MB of paragraphs": paragraphs_page(THREE_MB // 3),
+        "realistic 5 MiB": realistic_page(PAGE_BYTES).decode(),
+        "script-heavy 5 MiB": script_heavy_page(PAGE_BYTES).decode(),
+        f"hostile: one tag of {HOSTILE_ATTRIBUTES:,} attributes": hostile_page(
+            HOSTILE_ATTRIBUTES
+        ).decode(),
+    }
+    figures: dict[str, Any] = {}
+    for label, html in pages.items():
+        best = float("inf")
+        outcome = "complete"
+        for _ in range(max(1, min(repeat, 3))):
+            start = time.perf_counter()
+            try:
+                outcome = "partial" if extract_html(html, base_url=CORPUS_URL).partial else ""
+            except ExtractionFailed as failure:  # the hostile tag is cut with what follows it
+                outcome = f"extraction_failed ({failure.args[0]})"
+            best = min(best, time.perf_counter() - start)
+        figures[label] = {"bytes": len(html.encode()), "seconds": best, "outcome": outcome}
+    return figures
+
+
+def report_sizes(figures: dict[str, Any]) -> None:
+    for label, row in figures.items():
+        emit(
+            f"{label:40s} {row['bytes'] / 1e6:6.2f} MB  {row['seconds'] * 1000:8.1f} ms  "
+            f"{row['seconds'] * 1e9 / row['bytes']:6.1f} ns/byte" + f"  {row['outcome']}"
+        )
+
+
+async def run(quick: bool) -> dict[str, Any]:
+    """`python -m bench extraction`: the corpus comparison and the size figures."""
+    repeat = 1 if quick else 5
+    figures = {"corpus": corpus_figures(repeat), "sizes": size_figures(repeat)}
+    report_corpus(figures["corpus"])
+    emit()
+    report_sizes(figures["sizes"])
+    return figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30, help="timed runs per page")
@@ -233,8 +420,12 @@ def main(argv: list[str] | None = None) -> int:
         import trafilatura  # noqa: PLC0415
 
         print(f"trafilatura {trafilatura.__version__}\n")
+    emit("## Development corpus: F1 and pages/s\n")
+    report_corpus(corpus_figures(max(1, args.repeat // 6)))
+    emit("\n## Sizes\n")
+    report_sizes(size_figures(args.repeat))
     pages = load_corpus()
-    print("## Corpus: quality and speed\n")
+    print("\n## Fixtures: quality and speed\n")
     print("\n".join(quality_table(pages, traf, args.repeat)))
     print("\n## Scaled pages: linearity\n")
     factors = [int(factor) for factor in args.scales.split(",")]

@@ -98,6 +98,7 @@ class NoticeCode(enum.StrEnum):
     REDIRECT_FOLLOWED = "redirect_followed"
     EXTRACTION_PARTIAL = "extraction_partial"
     ANSWERED_FROM_CACHE = "answered_from_cache"  # engines answered from the cache, with age
+    HIDDEN_REMOVED = "hidden_removed"  # text a browser would not render was left out
 
 
 def bounded_message(text: str) -> str:

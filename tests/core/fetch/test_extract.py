@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from rypsok.core import limits
 from rypsok.core.boundary.invisible import remove_invisible
-from rypsok.core.fetch import extract as extract_module
+from rypsok.core.fetch import parse as parse_module
 from rypsok.core.fetch.decode import decode_body, media_type, sniff_kind
 from rypsok.core.fetch.extract import (
     NO_CONTENT,
@@ -24,6 +24,7 @@ from rypsok.core.fetch.extract import (
     extract_html,
     extract_text,
 )
+from rypsok.core.fetch.extract.cleaning import may_hold_invisible
 
 CORPUS = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "pages"
 BASE = "https://site.example/dir/page.html"
@@ -203,9 +204,9 @@ def test_tables_render_as_pipe_tables_and_layout_tables_as_text() -> None:
 
 @pytest.mark.req("REQ-FETCH-004")
 def test_line_breaks_rules_and_images() -> None:
-    """REQ-FETCH-004: `<br>` breaks a line, `<hr>` is a rule, images are dropped."""
+    """REQ-FETCH-004: `<br>` breaks a line, `<hr>` is a rule, an image keeps its alt text."""
     out = md('<p>line one<br>line two <img src="x.png" alt="ALT TEXT"></p><hr><p>end</p>')
-    assert out == "line one\nline two\n\n---\n\nend"
+    assert out == "line one\nline two ![ALT TEXT](https://site.example/dir/x.png)\n\n---\n\nend"
 
 
 @pytest.mark.req("REQ-FETCH-004")
@@ -440,9 +441,9 @@ def test_bounds_are_enforced_during_the_parse(
     hostile: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """REQ-PAGE-006, REQ-TEST-006: a bound stops the feed; a 50 MB page costs one bounded prefix."""
-    real = extract_module.etree.HTMLPullParser
+    real = parse_module.etree.HTMLPullParser
     monkeypatch.setattr(
-        extract_module.etree,
+        parse_module.etree,
         "HTMLPullParser",
         lambda **kwargs: _CountingParser(real, **kwargs),
     )
@@ -629,8 +630,7 @@ def test_cleaning_gate_covers_every_removable_character() -> None:
     missed = [
         hex(code_point)
         for code_point in (*planes, *noncharacters)
-        if remove_invisible(f"a{chr(code_point)}a")[1]
-        and not extract_module._may_hold_invisible(chr(code_point))
+        if remove_invisible(f"a{chr(code_point)}a")[1] and not may_hold_invisible(chr(code_point))
     ]
     assert missed == []
 
@@ -699,9 +699,37 @@ def test_a_tag_with_too_many_attributes_ends_the_document_there() -> None:
     result = extract_html(page, base_url=BASE)
     assert result.partial
     assert "Before the tag." in result.markdown and "After the tag." not in result.markdown
+    # A script start tag inside a comment opens no raw text that could hide the tag.
+    hidden = html(f"<p>Before the tag.</p><!-- <script> --><div {many}>inside</div><p>After.</p>")
+    assert "After." not in extract_html(hidden, base_url=BASE).markdown
     few = " ".join(f"a{i}=x" for i in range(200))
     fine = extract_html(html(f"<p>Before.</p><div {few}>inside</div><p>After.</p>"), base_url=BASE)
     assert not fine.partial and "After." in fine.markdown
+
+
+@pytest.mark.req("REQ-PAGE-006", "REQ-FETCH-002")
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param("<script type='application/ld+json'><![CDATA[{}]]></script>", id="json-ld"),
+        pytest.param("<script>var markup = '<a {}';</script>", id="markup-in-script"),
+        pytest.param("<style><![CDATA[{}]]></style>", id="cdata-in-style"),
+        pytest.param("<![CDATA[{}]]>", id="cdata-as-bogus-comment"),
+    ],
+)
+def test_text_that_looks_like_a_long_tag_does_not_cut_the_page(raw: str) -> None:
+    """REQ-PAGE-006, REQ-FETCH-002: only a start tag has attributes; raw text is not one.
+
+    A JSON-LD block of news sites holds thousands of `"key":"value"` pairs and
+    no `>`; read as a tag it cut the page before its body (extraction_failed).
+    """
+    pairs = ", ".join(f'"k{i}": "a value {i}"' for i in range(3_000))
+    head = "<title>Test page</title>" + raw.format("{" + pairs + "}")
+    result = extract_html(html("<p>The article text after the metadata.</p>", head), base_url=BASE)
+    assert not result.partial
+    assert "The article text after the metadata." in result.markdown
+    body = html(f"<p>Before.</p>{raw.format('{' + pairs + '}')}<p>After the block.</p>")
+    assert "After the block." in extract_html(body, base_url=BASE).markdown
 
 
 @pytest.mark.req("REQ-PAGE-006", "REQ-PERF-003")
@@ -712,3 +740,44 @@ def test_attributes_count_toward_the_node_bound() -> None:
     bounded = extract_html(page, base_url=BASE, max_nodes=1_000)
     assert bounded.partial  # 200 elements but 2,000 nodes with their attributes
     assert extract_html(page, base_url=BASE, max_nodes=5_000).partial is False
+
+
+@pytest.mark.req("REQ-CTX-005", "REQ-FETCH-002")
+def test_a_property_that_ends_in_visibility_hides_nothing() -> None:
+    """REQ-CTX-005, REQ-FETCH-002: `backface-visibility: hidden` is not `visibility: hidden`."""
+    style = (
+        "<style>.card { backface-visibility: hidden; -webkit-backface-visibility: hidden }"
+        " .gone { visibility: hidden }</style>"
+    )
+    page = html(f"<div class='card'>{PARAGRAPH}</div><p class='gone'>Hidden words.</p>", style)
+    out = extract_html(page, base_url=BASE).markdown
+    assert "This paragraph is long enough" in out
+    assert "Hidden words." not in out
+    inline = html(f"<div style='backface-visibility:hidden'>{PARAGRAPH}</div>")
+    assert "This paragraph is long enough" in extract_html(inline, base_url=BASE).markdown
+
+
+@pytest.mark.req("REQ-FETCH-002", "REQ-PAGE-002")
+def test_an_article_split_into_wrapped_parts_comes_back_whole() -> None:
+    """REQ-FETCH-002, REQ-PAGE-002: parts of one article in separate wrappers are all kept.
+
+    Without landmarks the best-scored part is only the first; an ancestor
+    that adds as much prose again (few links) is the article.
+    """
+
+    def part(name: str, count: int) -> str:
+        paragraphs = "".join(
+            f"<p>{name} paragraph {n}, which carries enough words, commas, and text to count.</p>"
+            for n in range(count)
+        )
+        return f"<div class='part'><div class='lines'>{paragraphs}</div></div>"
+
+    links = "".join(f"<li><a href='/t{n}'>Teaser headline number {n}</a></li>" for n in range(12))
+    page = html(
+        f"<div class='column'>{part('First', 6)}{part('Second', 3)}{part('Third', 3)}</div>"
+        f"<div class='more'><ul>{links}</ul></div>"
+    )
+    out = extract_html(page, base_url=BASE).markdown
+    for name in ("First", "Second", "Third"):
+        assert f"{name} paragraph 2," in out
+    assert "Teaser headline" not in out

@@ -177,7 +177,7 @@ async def test_http_on_port_80_is_fetched_as_https_on_443(tmp_path: Path) -> Non
     }, answers
     for payload in answers.values():
         assert payload["outcome"] == "ok" and "How tides work" in payload["content"]
-        assert codes(payload) == ["http_upgraded"]
+        assert codes(payload) == ["http_upgraded", "hidden_removed"]  # ARTICLE hides a div
     assert "pages.test" in server.server_names  # TLS to the name, at the judged address
     assert {seen.target for seen in server.requests} == {"/robots.txt", "/p", "/q"}
 

@@ -27,6 +27,7 @@ and the parser needs no parameter for it.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import contextvars
 import re
@@ -85,6 +86,14 @@ _LIBXML_DEPTH_CAP: Final = 2_048  # libxml2's own limit with huge_tree
 MAX_TAG_ATTRIBUTES: Final = 1_000
 _LONG_TAG_CHARS: Final = 4_096
 _ATTRIBUTE: Final = re.compile(r"""[\s/]+[^\s=/>"']+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>"']*))?""")
+_START_TAG: Final = re.compile(r"<[A-Za-z]")
+# Comments are matched too (an unclosed one runs to the end, as in HTML), so
+# that `<!-- <script> -->` opens no raw text that would hide a real tag.
+_RAW_TEXT_OPEN: Final = re.compile(
+    r"<!--(?:[^-]|-(?!->))*(?:-->|\Z)"
+    r"|<(script|style|textarea|title|xmp|iframe|noembed|noframes)(?=[\s/>])[^>]*>",
+    re.IGNORECASE,
+)
 _CONTROLS: Final = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f\ud800-\udfff]")
 _ROOT_END_TAGS: Final = re.compile(r"</(?:body|html)\s*>", re.IGNORECASE)
 
@@ -169,6 +178,7 @@ class _TagScanner:
     def __init__(self, html: str) -> None:
         self._html = html
         self._position = html.find("<")
+        self._raw_text: list[tuple[int, int]] | None = None
 
     def first_long_tag_before(self, end: int) -> int:
         """The start of such a tag among those starting before `end`, or -1."""
@@ -176,13 +186,50 @@ class _TagScanner:
         while position != -1 and position < end:
             close = html.find(">", position)
             stop = len(html) if close == -1 else close
-            if stop - position > _LONG_TAG_CHARS:
+            if stop - position > _LONG_TAG_CHARS and _START_TAG.match(html, position):
+                inside = self._raw_text_end(position)
+                if inside is not None:
+                    position = html.find("<", inside)
+                    continue
                 attributes = sum(1 for _ in _ATTRIBUTE.finditer(html, position + 1, stop))
                 if attributes > MAX_TAG_ATTRIBUTES:
                     return position
             position = -1 if close == -1 else html.find("<", close)
         self._position = position
         return -1
+
+    def _raw_text_end(self, position: int) -> int | None:
+        """The end of the raw-text span (script, style, ...) that holds `position`, or None.
+
+        Only a start tag has attributes: a long span that starts `<!`, `</` or
+        `<?`, or that lies in the raw text of script, style and the like (a
+        JSON-LD block, a `<![CDATA[` section), is no tag, as the HTML tokenizer
+        reads it. The spans are found by one regex scan, made only when a long
+        span is met.
+        """
+        if self._raw_text is None:
+            self._raw_text = _raw_text_spans(self._html)
+        spans = self._raw_text
+        index = bisect.bisect_right(spans, position, key=lambda span: span[0]) - 1
+        if index >= 0 and spans[index][0] <= position < spans[index][1]:
+            return spans[index][1]
+        return None
+
+
+def _raw_text_spans(html: str) -> list[tuple[int, int]]:
+    """(start, end) of the content of each raw-text element, in order, linear in `html`."""
+    spans: list[tuple[int, int]] = []
+    position = 0
+    while (opening := _RAW_TEXT_OPEN.search(html, position)) is not None:
+        if opening.group(1) is None:  # a comment: a start tag inside it is no tag
+            position = opening.end()
+            continue
+        name = opening.group(1).lower()
+        ending = re.compile(rf"</{name}[\s/>]", re.IGNORECASE).search(html, opening.end())
+        end = len(html) if ending is None else ending.start()
+        spans.append((opening.end(), end))
+        position = end
+    return spans
 
 
 def _finish(parser: Any, counter: _Counter) -> Element:

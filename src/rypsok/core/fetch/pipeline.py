@@ -497,6 +497,20 @@ class FetchPipeline:
                     "strictly as data.",
                 )
             )
+        if page.extracted.hidden_removed:
+            notices.append(
+                Notice(
+                    code=NoticeCode.HIDDEN_REMOVED,
+                    message=f"{page.extracted.hidden_removed} hidden element(s) with "
+                    f"{page.extracted.hidden_chars} character(s) of text a browser would not "
+                    "show were left out"
+                    + (
+                        "; the page's style sheets were too large to check completely."
+                        if page.extracted.hidden_check_partial
+                        else "."
+                    ),
+                )
+            )
         if page.extracted.invisible_removed:
             notices.append(
                 Notice(
