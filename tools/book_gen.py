@@ -91,6 +91,10 @@ ACTIONS: dict[enum.StrEnum, str] = {
     contract.NoticeCode.HTTP_UPGRADED: "Nothing; url says what was fetched.",
     contract.NoticeCode.REDIRECT_FOLLOWED: "Nothing; url says what was fetched.",
     contract.NoticeCode.EXTRACTION_PARTIAL: "The content may be incomplete: use with care.",
+    contract.NoticeCode.ANSWERED_FROM_CACHE: "Search again later if fresher results matter.",
+    contract.NoticeCode.HIDDEN_REMOVED: (
+        "Nothing; text the page hid from readers (where injected instructions hide) was left out."
+    ),
 }
 
 TABLES: tuple[tuple[str, type[enum.StrEnum]], ...] = (
