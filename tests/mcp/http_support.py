@@ -21,9 +21,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from rypsok.core.config import Config
-from rypsok.core.http_policy import HttpPlan, plan_http
 from rypsok.core.services import Services
-from rypsok.mcp.http import HttpApp, build_http_app, make_server
+from rypsok.mcp.http.layers import HttpApp, build_http_app
+from rypsok.mcp.http.plan import HttpPlan, plan_http
+from rypsok.mcp.http.serve import make_server
 from tests.support import ENGINE_PATHS, config_from
 
 # Synthetic keys, long enough for the policy; never real.
@@ -36,13 +37,25 @@ def bearer(key: str) -> dict[str, str]:
     return {"authorization": f"Bearer {key}"}
 
 
-def key_entries(directory: pathlib.Path, **callers: str) -> list[dict[str, Any]]:
-    """[[http.keys]] entries, each key in its own file (keys are given by reference)."""
+# Every tool: the tests of the transport see all three (scopes have their own tests).
+ALL_TOOL_SCOPES = ["search", "fetch", "status"]
+
+
+def key_entries(
+    directory: pathlib.Path, scopes: list[str] | None = ALL_TOOL_SCOPES, **callers: str
+) -> list[dict[str, Any]]:
+    """[[http.keys]] entries, each key in its own file (keys are given by reference).
+
+    `scopes=None` leaves the key's scopes at their default.
+    """
     entries = []
     for caller, key in callers.items():
         path = directory / f"{caller}.key"
         path.write_text(key + "\n", encoding="utf-8")
-        entries.append({"caller": caller, "key": {"file": str(path)}})
+        entry: dict[str, Any] = {"caller": caller, "key": {"file": str(path)}}
+        if scopes is not None:
+            entry["scopes"] = list(scopes)
+        entries.append(entry)
     return entries
 
 

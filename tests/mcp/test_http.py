@@ -25,9 +25,11 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 
 from rypsok.core import limits
 from rypsok.core.config import Config, ConfigError, HttpConfig, Secret
-from rypsok.core.http_policy import certificate_statement, check_http, is_loopback, plan_http
 from rypsok.core.services import Services
-from rypsok.mcp.http import KeyVerifier, build_http_app, make_server, open_listener
+from rypsok.mcp.http.auth import KeyVerifier
+from rypsok.mcp.http.layers import build_http_app
+from rypsok.mcp.http.plan import certificate_statement, check_http, is_loopback, plan_http
+from rypsok.mcp.http.serve import make_server, open_listener
 from tests.fakes.provider_server import ProviderServer, Route
 from tests.mcp.http_support import (
     KEY_A,

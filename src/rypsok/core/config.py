@@ -344,9 +344,21 @@ class OperatorConfig(_Section):
         return value
 
 
+# What a caller may use over HTTP (assistant-access: "only the tools its key's
+# scope admits"): one word per tool, and `metrics` for the metrics endpoint.
+CallerScope = Literal["search", "fetch", "status", "metrics"]
+CALLER_SCOPES: tuple[CallerScope, ...] = get_args(CallerScope)
+DEFAULT_KEY_SCOPES: tuple[CallerScope, ...] = ("search", "fetch")
+
+
 class HttpKey(_Section):
     caller: str = Field(description="caller name: the identity for per-caller limits")
     key: SecretRef = Field(description="bearer key, by reference")
+    scopes: Annotated[tuple[CallerScope, ...], Field(strict=False)] = Field(
+        default=DEFAULT_KEY_SCOPES,
+        description="what the key admits: search (web_search), fetch (web_fetch), "
+        "status (engine_status), metrics (the metrics endpoint)",
+    )
 
 
 class HttpConfig(_Section):

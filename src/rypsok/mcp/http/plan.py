@@ -1,12 +1,14 @@
 """The HTTP mode's start-up policy: what a listener needs before it may serve.
 
-Pure decisions over the validated configuration (no protocol imports,
-REQ-ARCH-005): which keys are usable, whether the bind is loopback, whether
-TLS is served here or by a proxy in front, which Host and Origin values are
-accepted, and the words the start-up log uses for who can check the
-certificate (REQ-SEC-018, decision 5 of the specification). `check_http`
-lists every problem, each naming its key; `plan_http` turns a configuration
-without problems into the frozen `HttpPlan` the adapter serves.
+Pure decisions over the validated configuration: which keys are usable and
+what each admits, whether the bind is loopback, whether TLS is served here
+or by a proxy in front, which Host and Origin values are accepted, and the
+words the start-up log uses for who can check the certificate (REQ-SEC-018,
+decision 5 of the specification). `check_http` lists every problem, each
+naming its key; `plan_http` turns a configuration without problems into the
+frozen `HttpPlan` the adapter serves. It lives in the adapter (its only
+users are the adapter and the CLI) but imports no protocol package, so
+`rypsok check` stays light (an import-linter contract).
 
 Keys are never part of a message: a problem names the key's index and caller.
 """
@@ -66,6 +68,7 @@ class HttpPlan:
     allowed_hosts: tuple[str, ...]
     allowed_origins: tuple[str, ...]
     keys: tuple[tuple[str, Secret], ...]  # (caller name, key)
+    scopes: tuple[tuple[str, tuple[str, ...]], ...]  # (caller name, what its key admits)
     request_ms: int
     sessions: int
     handshake_revisions: bool
@@ -164,6 +167,11 @@ def _key_problems(http: HttpConfig) -> list[str]:
         elif entry.caller in seen_callers:
             problems.append(f"{where}.caller: the caller name '{entry.caller}' is used twice")
         seen_callers.add(entry.caller)
+        if not entry.scopes:
+            problems.append(
+                f"{where}.scopes (caller '{entry.caller}'): a key without a scope admits "
+                "nothing; name at least one of search, fetch, status, metrics"
+            )
         problems += _one_key_problems(where, entry.caller, entry.key, seen_keys)
     return problems
 
@@ -236,6 +244,10 @@ def tls_server_context(cert_file: str, key_file: str) -> ssl.SSLContext:
     return context
 
 
+def _unique(words: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(words))
+
+
 def check_http(config: Config) -> list[str]:
     """Every reason the HTTP mode cannot start with this configuration; empty when it can."""
     http = config.http
@@ -274,6 +286,7 @@ def plan_http(config: Config) -> HttpPlan:
         allowed_hosts=tuple(hosts),
         allowed_origins=tuple(origins),
         keys=tuple(keys),
+        scopes=tuple((entry.caller, _unique(entry.scopes)) for entry in http.keys),
         request_ms=http.request_ms,
         sessions=http.sessions,
         handshake_revisions=http.handshake_revisions,
