@@ -375,6 +375,11 @@ class HttpConfig(_Section):
     )
     request_ms: int = _bounded(limits.HTTP_REQUEST_MS, (1_000, 600_000), "LIM-H5")
     sessions: int = _bounded(limits.HTTP_SESSIONS, limits.HTTP_SESSIONS_RANGE, "LIM-H6")
+    stream_ms: int = _bounded(limits.HTTP_STREAM_MS, limits.HTTP_STREAM_RANGE, "LIM-H7")
+    head_ms: int = _bounded(limits.HTTP_HEAD_MS, limits.HTTP_HEAD_RANGE, "LIM-H8")
+    pending_connections: int = _bounded(
+        limits.HTTP_PENDING_CONNECTIONS, limits.HTTP_PENDING_RANGE, "LIM-H9"
+    )
     handshake_revisions: bool = Field(
         default=True,
         description="REQ-MCP-006 serve the handshake-based revisions (sessions) besides the "

@@ -108,3 +108,9 @@ HTTP2_STREAMS_RANGE: Final = (1, 1_000)
 HTTP_REQUEST_MS: Final = 60_000  # LIM-H5 (>= S7 and >= F5)
 HTTP_SESSIONS: Final = 1_000  # LIM-H6
 HTTP_SESSIONS_RANGE: Final = (1, 100_000)
+HTTP_STREAM_MS: Final = 600_000  # LIM-H7 lifetime of an open GET event stream; ends quietly
+HTTP_STREAM_RANGE: Final = (1_000, 86_400_000)
+HTTP_HEAD_MS: Final = 10_000  # LIM-H8 a request head must arrive within this (<= H5)
+HTTP_HEAD_RANGE: Final = (1_000, 60_000)
+HTTP_PENDING_CONNECTIONS: Final = 256  # LIM-H9 connections without a complete head; oldest dropped
+HTTP_PENDING_RANGE: Final = (1, 65_536)

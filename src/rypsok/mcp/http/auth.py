@@ -85,7 +85,8 @@ def _key_refusal(presented: bool) -> Response:
             "A key is needed: send 'Authorization: Bearer <key>' with a key from the operator "
             "of this rypsok service."
         )
-    headers = {"www-authenticate": challenge, "cache-control": "no-store"}
+    # A refused client keeps no connection open (LIM-H9 counts only the ones without a head).
+    headers = {"www-authenticate": challenge, "cache-control": "no-store", "connection": "close"}
     return jsonrpc_error(KEY_REFUSED, message, 401, headers)
 
 

@@ -93,23 +93,44 @@ class _TimeBound:
     SSE stream) cannot change its status any more, so it is ended instead.
     Cancelling the request also cancels its call: directly on the
     handshake-free revision, through `_ClosedStreamCancels` on the others.
+
+    An open GET event stream is not a request waiting for its answer: it is
+    bounded by its own lifetime (LIM-H7) and ends quietly there, since the
+    client reconnects; that end is neither a timeout line nor a count, so the
+    timeout counter stays fit for alerts (REQ-SEC-022, REQ-OBS-005).
     """
 
-    def __init__(self, app: ASGIApp, seconds: float, counters: ListenerCounters) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        seconds: float,
+        stream_seconds: float,
+        path: str,
+        counters: ListenerCounters,
+    ) -> None:
         self.app = app
         self.seconds = seconds
+        self.stream_seconds = stream_seconds
+        self.path = path
         self.counters = counters
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        event_stream = scope["method"] == "GET" and scope["path"] == self.path
         state = ResponseState()
-        with anyio.move_on_after(self.seconds) as bound:
+        limit_s = self.stream_seconds if event_stream else self.seconds
+        with anyio.move_on_after(limit_s) as bound:
             await self.app(scope, receive, state.watch(send))
         if not bound.cancelled_caught or state.finished:
             return
-        limit_ms = round(self.seconds * 1000)
+        if event_stream and state.started:
+            self.counters.streams_ended += 1
+            logs.event(log, "stream_ended", logging.DEBUG, reason="lifetime")
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        limit_ms = round(limit_s * 1000)
         self.counters.requests_timed_out += 1
         phase = "stream" if state.started else "request"
         logs.event(log, "request_timed_out", logging.WARNING, phase=phase, limit_ms=limit_ms)
@@ -141,16 +162,47 @@ class _HostOrigin:
             return
         if refusal.status_code == 421:
             self.counters.hosts_refused += 1
+            refused_total = self.counters.hosts_refused
         else:
             self.counters.origins_refused += 1
+            refused_total = self.counters.origins_refused
+        # rypsok's own line: the reason class and a count, never the value sent.
         logs.event(
             log,
             "request_refused",
             logging.WARNING,
             reason="host" if refusal.status_code == 421 else "origin",
             status=refusal.status_code,
+            refused_total=refused_total,
         )
+        refusal.headers["connection"] = "close"  # a refused client keeps no connection
         await refusal(scope, receive, send)
+
+
+class _DropSdkRefusalMessages(logging.Filter):
+    """Drops the SDK's own refusal messages, which quote what the client sent.
+
+    The SDK's transport security logs the refused Host or Origin value and its
+    session manager the session id a client sent; rypsok logs each of those
+    refusals itself in fixed words (REQ-PRIV-004). Errors still pass.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
+
+
+_QUOTING_SDK_LOGGERS: Final = (
+    "mcp.server.transport_security",
+    "mcp.server.streamable_http_manager",
+)
+
+
+def quiet_sdk_refusal_messages() -> None:
+    """Install the filter once per process on the SDK loggers that quote client headers."""
+    for name in _QUOTING_SDK_LOGGERS:
+        sdk_logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropSdkRefusalMessages) for f in sdk_logger.filters):
+            sdk_logger.addFilter(_DropSdkRefusalMessages())
 
 
 class _ModernOnly:
@@ -340,6 +392,7 @@ def build_http_app(services: Services, plan: HttpPlan) -> HttpApp:
         allowed_hosts=list(plan.allowed_hosts),
         allowed_origins=list(plan.allowed_origins),
     )
+    quiet_sdk_refusal_messages()
     server = build_server(services)
     sdk_app = server.streamable_http_app(
         streamable_http_path=plan.path,
@@ -356,5 +409,5 @@ def build_http_app(services: Services, plan: HttpPlan) -> HttpApp:
         app = _ModernOnly(app, plan.path)
     app = KeyGate(app, KeyVerifier(plan.keys, dict(plan.scopes)), counters)
     app = _HostOrigin(app, security, counters)
-    app = _TimeBound(app, plan.request_ms / 1000, counters)
+    app = _TimeBound(app, plan.request_ms / 1000, plan.stream_ms / 1000, plan.path, counters)
     return HttpApp(asgi=_AccessLog(app, plan.path), counters=counters)

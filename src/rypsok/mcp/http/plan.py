@@ -72,6 +72,9 @@ class HttpPlan:
     request_ms: int
     sessions: int
     handshake_revisions: bool
+    stream_ms: int  # LIM-H7
+    head_ms: int  # LIM-H8, never longer than LIM-H5
+    pending_connections: int  # LIM-H9
 
     @property
     def url(self) -> str:
@@ -290,4 +293,7 @@ def plan_http(config: Config) -> HttpPlan:
         request_ms=http.request_ms,
         sessions=http.sessions,
         handshake_revisions=http.handshake_revisions,
+        stream_ms=http.stream_ms,
+        head_ms=min(http.head_ms, http.request_ms),
+        pending_connections=http.pending_connections,
     )

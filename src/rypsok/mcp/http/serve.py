@@ -37,34 +37,67 @@ _RAW_408: Final = (
 ) % (len(_HEAD_TIMEOUT_BODY), _HEAD_TIMEOUT_BODY)
 
 
-def _head_bound_protocol(seconds: float, counters: ListenerCounters) -> type[asyncio.Protocol]:
-    """uvicorn's HTTP/1.1 protocol with LIM-H5 on reading a request head.
+def _head_bound_protocol(
+    seconds: float, pending_cap: int, counters: ListenerCounters
+) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP/1.1 protocol: a head deadline (LIM-H8), a cap on headless ones (LIM-H9).
 
     uvicorn has no timeout for a head that arrives slowly; from the first
     byte of a connection or of a request, the head must be complete within
     `seconds`, else the connection gets 408 and is closed. Once the head is
     complete `_TimeBound` takes over.
+
+    A connection that has not yet sent a complete head is unauthenticated:
+    nobody knows who it is. At most `pending_cap` of them are kept; a new one
+    beyond the cap drops the oldest, so a client holding many slow
+    connections cannot exhaust file descriptors, and a real client, whose
+    head arrives in milliseconds, is served (refusals close their connection,
+    so every connection past its first head is an admitted caller's).
     """
+    pending: dict[HeadBoundH11, None] = {}  # insertion order: oldest first
 
     class HeadBoundH11(H11Protocol):
         _head_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)  # type: ignore[arg-type]
+            pending[self] = None
+            while len(pending) > pending_cap:
+                oldest = next(iter(pending))
+                oldest.drop()
             self._arm()
 
         def data_received(self, data: bytes) -> None:
             if self.cycle is None or self.cycle.response_complete:
                 self._arm()
             super().data_received(data)
+            if self.cycle is not None:
+                pending.pop(self, None)  # its head is complete: no longer anonymous
 
         def on_response_complete(self) -> None:
             self._disarm()
             super().on_response_complete()
 
         def connection_lost(self, exc: Exception | None) -> None:
+            pending.pop(self, None)
             self._disarm()
             super().connection_lost(exc)
+
+        def drop(self) -> None:
+            pending.pop(self, None)
+            self._disarm()
+            counters.connections_dropped += 1
+            dropped = counters.connections_dropped
+            if dropped == 1 or dropped % 100 == 0:  # a flood is one line per hundred
+                logs.event(
+                    log,
+                    "connection_dropped",
+                    logging.WARNING,
+                    reason="pending_cap",
+                    cap=pending_cap,
+                    dropped_total=dropped,
+                )
+            self.transport.close()
 
         def _arm(self) -> None:
             if self._head_timer is None:
@@ -81,6 +114,7 @@ def _head_bound_protocol(seconds: float, counters: ListenerCounters) -> type[asy
                 return  # the head is complete and the request is served: _TimeBound applies
             if self.transport.is_closing():
                 return
+            pending.pop(self, None)
             counters.requests_timed_out += 1
             logs.event(
                 log,
@@ -135,7 +169,7 @@ def make_server(app: HttpApp, plan: HttpPlan) -> uvicorn.Server:
         tls = _tls_context(plan.tls_cert_file, plan.tls_key_file)
     config = uvicorn.Config(
         app.asgi,
-        http=_head_bound_protocol(plan.request_ms / 1000, app.counters),
+        http=_head_bound_protocol(plan.head_ms / 1000, plan.pending_connections, app.counters),
         ws="none",
         lifespan="on",
         log_config=None,  # records go to rypsok's JSON lines on stderr

@@ -23,6 +23,8 @@ class ListenerCounters:
     origins_refused: int = 0
     sessions_refused: int = 0
     requests_timed_out: int = 0
+    streams_ended: int = 0  # GET event streams that reached LIM-H7 (not timeouts)
+    connections_dropped: int = 0  # connections without a head, dropped beyond LIM-H9
 
 
 def jsonrpc_error(code: int, message: str, status: int, headers: dict[str, str]) -> Response:
