@@ -73,6 +73,8 @@ def _check(config: Config) -> int:
     if plan is not None:
         lines.append(f"  http: {plan.url} ({plan.mode}, {len(plan.keys)} caller(s))")
         lines += [f"  caller {caller}: {', '.join(scopes)}" for caller, scopes in plan.scopes]
+        lines.append(f"  certificate: {plan.certificate_words}")
+        lines += [f"  warning: {warning}" for warning in plan.warnings]
     else:
         lines.append("  http: not configured ('serve --transport http' needs [[http.keys]])")
     sys.stdout.write("\n".join(lines) + "\n")

@@ -25,11 +25,9 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 
 from rypsok.core import limits
 from rypsok.core.config import Config, ConfigError, HttpConfig, Secret
-from rypsok.core.services import Services
 from rypsok.mcp.http.auth import KeyVerifier
-from rypsok.mcp.http.layers import build_http_app
 from rypsok.mcp.http.plan import certificate_statement, check_http, is_loopback, plan_http
-from rypsok.mcp.http.serve import make_server, open_listener
+from rypsok.mcp.http.serve import open_listener
 from tests.fakes.provider_server import ProviderServer, Route
 from tests.mcp.http_support import (
     KEY_A,
@@ -693,9 +691,9 @@ def test_unusable_tls_material_or_address_is_a_configuration_error(tmp_path: pat
         tls_cert={"file": str(tmp_path / "cert.pem")},
         tls_key={"file": str(tmp_path / "key.pem")},
     )
-    plan = plan_http(config)
-    with pytest.raises(ConfigError, match=r"http\.tls_cert, http\.tls_key"):
-        make_server(build_http_app(Services(config), plan), plan)
+    # The plan reads the chain already (the certificate is judged before serving).
+    with pytest.raises(ConfigError, match=r"http\.tls_cert, http\.tls_key: .* no PEM"):
+        plan_http(config)
     with free_listener() as taken, pytest.raises(ConfigError, match=r"http\.host, http\.port"):
         open_listener("127.0.0.1", taken.getsockname()[1])
 

@@ -47,7 +47,11 @@ async def test_a_key_without_status_neither_lists_nor_calls_engine_status(
             ClientSession(read, write) as session,
         ):
             await session.initialize()
-            listed = [tool.name for tool in (await session.list_tools()).tools]
+            listed_tools = (await session.list_tools()).tools
+            listed = [tool.name for tool in listed_tools]
+            # The listed tools keep their declared annotations (REQ-MCP-009).
+            for tool in listed_tools:
+                assert tool.annotations is not None and tool.annotations.read_only_hint
             with pytest.raises(MCPError) as unknown:
                 await session.call_tool("engine_status", {})
         async with (

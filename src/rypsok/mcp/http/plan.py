@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rypsok.core.config import Config, ConfigError, HttpConfig, Secret, SecretRef
+from rypsok.mcp.http import certificate
+from rypsok.mcp.http.certificate import CertificateFacts
 
 Mode = Literal["tls", "behind_tls_proxy", "loopback_plain"]
 
@@ -72,6 +74,8 @@ class HttpPlan:
     request_ms: int
     sessions: int
     handshake_revisions: bool
+    certificate_words: str  # who can verify the certificate, from the certificate itself
+    warnings: tuple[str, ...]  # logged at start and printed by check
     stream_ms: int  # LIM-H7
     head_ms: int  # LIM-H8, never longer than LIM-H5
     pending_connections: int  # LIM-H9
@@ -148,7 +152,43 @@ def _tls_problems(http: HttpConfig) -> list[str]:
             problems.append(f'{name}: TLS material is read from a file; give {{ file = "path" }}')
         elif not pathlib.Path(ref.file).is_file():
             problems.append(f"{name}: the file it names cannot be read")
+    if not problems and http.tls_cert is not None and http.tls_cert.file is not None:
+        problems += list(_certificate_facts(http, http.tls_cert.file).problems)
     return problems
+
+
+def recheck_certificate(plan: HttpPlan) -> list[str]:
+    """The certificate's problems now, for a reload: the same rules as at start."""
+    if plan.tls_cert_file is None:
+        return []
+    configured = plan.allowed_hosts != default_allowed_hosts(plan.host, plan.port, True)
+    facts = certificate.inspect(plan.tls_cert_file, plan.allowed_hosts, configured)
+    return list(facts.problems)
+
+
+def _served_hosts(http: HttpConfig) -> tuple[str, ...]:
+    tls = mode_of(http) == "tls"
+    return http.allowed_hosts or default_allowed_hosts(http.host, http.port, tls)
+
+
+def _certificate_facts(http: HttpConfig, cert_file: str) -> CertificateFacts:
+    return certificate.inspect(cert_file, _served_hosts(http), bool(http.allowed_hosts))
+
+
+def _plan_words(http: HttpConfig, mode: Mode) -> tuple[str, tuple[str, ...]]:
+    """Who can verify the certificate, and the warnings `check` and the start-up log give."""
+    warnings: list[str] = []
+    words = certificate_statement(mode)
+    if mode == "tls" and http.tls_cert is not None and http.tls_cert.file is not None:
+        facts = _certificate_facts(http, http.tls_cert.file)
+        words = facts.statement
+        warnings += facts.warnings
+    if mode == "behind_tls_proxy" and not is_loopback(http.host):
+        warnings.append(
+            f"http.behind_tls_proxy: plain HTTP is served on {http.host}, which is not a "
+            "loopback address; anything on that network reaches rypsok unencrypted"
+        )
+    return words, tuple(warnings)
 
 
 def _key_problems(http: HttpConfig) -> list[str]:
@@ -270,7 +310,8 @@ def plan_http(config: Config) -> HttpPlan:
     http = config.http
     mode = mode_of(http)
     tls = mode == "tls"
-    hosts = http.allowed_hosts or default_allowed_hosts(http.host, http.port, tls)
+    hosts = _served_hosts(http)
+    words, warnings = _plan_words(http, mode)
     # Clients of a proxy that terminates TLS see rypsok's names under https.
     origins = http.allowed_origins or default_allowed_origins(hosts, mode != "loopback_plain")
     keys = []
@@ -293,6 +334,8 @@ def plan_http(config: Config) -> HttpPlan:
         request_ms=http.request_ms,
         sessions=http.sessions,
         handshake_revisions=http.handshake_revisions,
+        certificate_words=words,
+        warnings=warnings,
         stream_ms=http.stream_ms,
         head_ms=min(http.head_ms, http.request_ms),
         pending_connections=http.pending_connections,

@@ -22,7 +22,7 @@ from rypsok.core import limits, logs
 from rypsok.core.config import ConfigError
 from rypsok.core.services import Services
 from rypsok.mcp.http.layers import HttpApp, build_http_app
-from rypsok.mcp.http.plan import HttpPlan, certificate_statement, tls_server_context
+from rypsok.mcp.http.plan import HttpPlan, recheck_certificate, tls_server_context
 from rypsok.mcp.http.wire import ListenerCounters
 
 log = logging.getLogger("rypsok.http")
@@ -130,7 +130,11 @@ def _head_bound_protocol(
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, ending on SIGTERM or SIGINT without re-raising the signal afterwards."""
+    """uvicorn's server: SIGTERM or SIGINT end it (not re-raised afterwards); SIGHUP reloads TLS."""
+
+    def __init__(self, config: uvicorn.Config, tls: _LiveCertificate | None) -> None:
+        super().__init__(config)
+        self.tls = tls
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -140,6 +144,7 @@ class _Server(uvicorn.Server):
         previous = {
             sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)
         }
+        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, self.handle_hangup)
         try:
             yield
         finally:
@@ -151,22 +156,57 @@ class _Server(uvicorn.Server):
             logs.event(log, "shutdown", reason=signal.Signals(sig).name.lower())
         super().handle_exit(sig, frame)
 
+    def handle_hangup(self, sig: int, frame: FrameType | None) -> None:
+        if self.tls is None:
+            logs.event(log, "certificate_not_reloaded", reason="no_tls")
+            return
+        self.tls.reload()
+
 
 _ContextFactory = Callable[[uvicorn.Config, Callable[[], ssl.SSLContext]], ssl.SSLContext]
 
 
-def _tls_context(cert_file: str, key_file: str) -> _ContextFactory:
-    def factory(config: uvicorn.Config, default: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
-        return tls_server_context(cert_file, key_file)
+class _LiveCertificate:
+    """The listener's TLS context, whose certificate SIGHUP replaces in place.
 
-    return factory
+    Connections already open keep the session they negotiated; new handshakes
+    use the new certificate, so an ACME renewal needs no restart. A
+    certificate that would be refused at start (unreadable, mismatched,
+    expired, names not covering the hosts) is refused here too and the
+    current one kept.
+    """
+
+    def __init__(self, plan: HttpPlan, cert_file: str, key_file: str) -> None:
+        self.plan = plan
+        self.cert_file = cert_file
+        self.key_file = key_file
+        self.context: ssl.SSLContext | None = None
+
+    def factory(
+        self, config: uvicorn.Config, default: Callable[[], ssl.SSLContext]
+    ) -> ssl.SSLContext:
+        self.context = tls_server_context(self.cert_file, self.key_file)
+        return self.context
+
+    def reload(self) -> None:
+        try:
+            tls_server_context(self.cert_file, self.key_file)  # the pair loads and matches
+            problems = recheck_certificate(self.plan)
+            if problems:
+                raise ConfigError("; ".join(problems))
+            if self.context is not None:
+                self.context.load_cert_chain(self.cert_file, self.key_file)
+        except (ConfigError, ssl.SSLError, OSError) as exc:
+            logs.event(log, "certificate_not_reloaded", logging.ERROR, problem=str(exc))
+            return
+        logs.event(log, "certificate_reloaded")
 
 
 def make_server(app: HttpApp, plan: HttpPlan) -> uvicorn.Server:
     """uvicorn set up for rypsok: its logs through ours, no access log, HTTP/1.1, TLS by plan."""
-    tls = None
+    live = None
     if plan.mode == "tls" and plan.tls_cert_file and plan.tls_key_file:
-        tls = _tls_context(plan.tls_cert_file, plan.tls_key_file)
+        live = _LiveCertificate(plan, plan.tls_cert_file, plan.tls_key_file)
     config = uvicorn.Config(
         app.asgi,
         http=_head_bound_protocol(plan.head_ms / 1000, plan.pending_connections, app.counters),
@@ -177,7 +217,7 @@ def make_server(app: HttpApp, plan: HttpPlan) -> uvicorn.Server:
         server_header=False,
         proxy_headers=False,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-        ssl_context_factory=tls,
+        ssl_context_factory=live.factory if live is not None else None,
     )
     try:
         config.load()
@@ -185,7 +225,7 @@ def make_server(app: HttpApp, plan: HttpPlan) -> uvicorn.Server:
         raise ConfigError(
             "http.tls_cert, http.tls_key: the certificate and key cannot be loaded"
         ) from None
-    return _Server(config)
+    return _Server(config, live)
 
 
 def open_listener(host: str, port: int) -> socket.socket:
@@ -223,12 +263,14 @@ async def serve_http(
             transport="http",
             url=plan.url,
             mode=plan.mode,
-            certificate=certificate_statement(plan.mode),
+            certificate=plan.certificate_words,
             revisions=supported_revisions(plan),
             callers=len(plan.keys),
             sessions=plan.sessions,
             request_ms=plan.request_ms,
         )
+        for warning in plan.warnings:
+            logs.event(log, "http_warning", logging.WARNING, warning=warning)
         with sock:
             async with anyio.create_task_group() as group:
                 group.start_soon(services.report_metrics)
