@@ -262,7 +262,9 @@ async def test_the_session_bound_answers_503_with_retry_after(
     listener = free_listener()
     config = http_config(tmp_path, listener.getsockname()[1], sessions=2)
     async with running_http(config, listener) as running, httpx2.AsyncClient() as http:
-        first, second, third = (RawMcp(http, running.url, KEY_A) for _ in range(3))
+        # The third is another caller's, so the per-caller share (LIM-H10) is not what refuses.
+        first, second = (RawMcp(http, running.url, KEY_A) for _ in range(2))
+        third = RawMcp(http, running.url, KEY_B)
         assert (await first.initialize("2025-11-25")).status_code == 200
         assert (await second.initialize("2025-06-18")).status_code == 200
         refused = await third.initialize("2025-11-25")

@@ -375,6 +375,16 @@ class HttpConfig(_Section):
     )
     request_ms: int = _bounded(limits.HTTP_REQUEST_MS, (1_000, 600_000), "LIM-H5")
     sessions: int = _bounded(limits.HTTP_SESSIONS, limits.HTTP_SESSIONS_RANGE, "LIM-H6")
+    sessions_per_caller: int | None = Field(
+        default=None,
+        ge=1,
+        le=limits.HTTP_SESSIONS_RANGE[1],
+        description="LIM-H10 live sessions one caller may hold; unset: a quarter of "
+        "http.sessions, at least 2",
+    )
+    session_idle_s: int = _bounded(
+        limits.HTTP_SESSION_IDLE_S, limits.HTTP_SESSION_IDLE_RANGE, "LIM-H11"
+    )
     stream_ms: int = _bounded(limits.HTTP_STREAM_MS, limits.HTTP_STREAM_RANGE, "LIM-H7")
     head_ms: int = _bounded(limits.HTTP_HEAD_MS, limits.HTTP_HEAD_RANGE, "LIM-H8")
     pending_connections: int = _bounded(

@@ -114,3 +114,6 @@ HTTP_HEAD_MS: Final = 10_000  # LIM-H8 a request head must arrive within this (<
 HTTP_HEAD_RANGE: Final = (1_000, 60_000)
 HTTP_PENDING_CONNECTIONS: Final = 256  # LIM-H9 connections without a complete head; oldest dropped
 HTTP_PENDING_RANGE: Final = (1, 65_536)
+HTTP_SESSIONS_PER_CALLER_MIN: Final = 2  # LIM-H10 per caller: a quarter of LIM-H6, at least this
+HTTP_SESSION_IDLE_S: Final = 300  # LIM-H11 a session without a request is closed quietly
+HTTP_SESSION_IDLE_RANGE: Final = (1, 86_400)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -46,6 +47,7 @@ CANCEL_DELIVERY_BOUND_S: Final = limits.CANCEL_MS / 1000 * 5
 
 # The JSON-RPC code of a request ended by LIM-H5 (next to auth.KEY_REFUSED).
 REQUEST_TIMED_OUT: Final = -32011
+SESSIONS_PER_CALLER_REFUSED: Final = -32012
 
 
 @dataclass
@@ -233,19 +235,40 @@ class _ModernOnly:
 
 
 class _SessionBound:
-    """LIM-H6: a handshake beyond the bound gets 503 with Retry-After, logged and counted.
+    """LIM-H6 and LIM-H10: the session bounds, overall and per caller.
 
-    The SDK decides the bound (`max_sessions`, under its own lock) and answers
-    503 without creating a session; only that answer is completed here. Any
-    refused opening request also loses the session id the SDK echoes on it,
-    since no session was kept.
+    The SDK decides the overall bound (`max_sessions`, under its own lock) and
+    answers 503 without creating a session; that answer is completed here
+    with Retry-After, logged and counted. Per caller, a handshake beyond
+    LIM-H10 live sessions is refused here before it reaches the SDK, with
+    429, Retry-After and the limit named, so one caller that never closes its
+    sessions cannot take the pool from the others (REQ-SEC-019). A caller's
+    openings in flight count, so concurrent handshakes cannot overshoot.
+    Any refused opening request also loses the session id the SDK echoes on
+    it, since no session was kept.
     """
 
-    def __init__(self, app: ASGIApp, path: str, bound: int, counters: ListenerCounters) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        path: str,
+        bounds: tuple[int, int],
+        live: Callable[[], Container[str]],
+        counters: ListenerCounters,
+    ) -> None:
         self.app = app
         self.path = path
-        self.bound = bound
+        self.bound, self.per_caller = bounds
+        self.live = live  # the session ids the SDK still serves
         self.counters = counters
+        self.sessions: dict[str, set[str]] = {}  # caller -> session ids it opened
+        self.opening: dict[str, int] = {}  # caller -> handshakes in flight
+
+    def held(self, caller_name: str) -> int:
+        live = self.live()
+        mine = {sid for sid in self.sessions.get(caller_name, set()) if sid in live}
+        self.sessions[caller_name] = mine
+        return len(mine) + self.opening.get(caller_name, 0)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         opening = (
@@ -253,12 +276,56 @@ class _SessionBound:
             and scope["path"] == self.path
             and is_handshake_request(scope)
             and header(scope, SESSION_HEADER) is None
+            and scope["method"] == "POST"
         )
-        if not opening:
+        who = caller(scope) if opening else None
+        if who is None:
             await self.app(scope, receive, send)
             return
+        if self.held(who) >= self.per_caller:
+            await self._refuse_per_caller(scope, receive, send)
+            return
+        self.opening[who] = self.opening.get(who, 0) + 1
+        try:
+            await self.app(scope, receive, self._hinted(send, who))
+        finally:
+            self.opening[who] -= 1
 
+    async def _refuse_per_caller(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.counters.caller_sessions_refused += 1
+        logs.event(
+            log,
+            "session_refused",
+            logging.WARNING,
+            limit="LIM-H10",
+            bound=self.per_caller,
+            caller=caller(scope),
+            retry_after_s=SESSION_RETRY_AFTER_S,
+            refused_total=self.counters.caller_sessions_refused,
+        )
+        message = (
+            f"This caller already holds {self.per_caller} open sessions (LIM-H10, "
+            "http.sessions_per_caller): close one (DELETE) or let one idle out, then retry."
+        )
+        retry_ms = SESSION_RETRY_AFTER_S * 1000
+        body = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": SESSIONS_PER_CALLER_REFUSED,
+                "message": message,
+                "data": {"limit": "LIM-H10", "retry_after_ms": retry_ms},
+            },
+        }
+        headers = {"retry-after": str(SESSION_RETRY_AFTER_S)}
+        await JSONResponse(body, status_code=429, headers=headers)(scope, receive, send)
+
+    def _hinted(self, send: Send, who: str) -> Send:
         async def hinted(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                for key, value in message.get("headers", []):
+                    if key == SESSION_HEADER:
+                        self.sessions.setdefault(who, set()).add(bytes(value).decode("latin-1"))
             if message["type"] == "http.response.start" and message["status"] >= 400:
                 # A refused opening request creates no session (the SDK discards it),
                 # so it must not name one either.
@@ -275,13 +342,14 @@ class _SessionBound:
                     log,
                     "session_refused",
                     logging.WARNING,
+                    limit="LIM-H6",
                     bound=self.bound,
                     retry_after_s=SESSION_RETRY_AFTER_S,
                     refused_total=self.counters.sessions_refused,
                 )
             await send(message)
 
-        await self.app(scope, receive, hinted)
+        return hinted
 
 
 class _ClosedStreamCancels:
@@ -399,12 +467,23 @@ def build_http_app(services: Services, plan: HttpPlan) -> HttpApp:
         json_response=False,  # SSE keeps closed-stream cancellation (research §5)
         stateless_http=False,  # sessions keep notifications/cancelled on the handshake revisions
         max_sessions=plan.sessions,
+        session_idle_timeout=plan.session_idle_s,  # LIM-H11: an idle session closes quietly
         transport_security=security,
         host=plan.host,
     )
     counters = ListenerCounters()
     app: ASGIApp = _ClosedStreamCancels(sdk_app, plan.path, DEFAULT_MAX_REQUEST_BODY_SIZE)
-    app = _SessionBound(app, plan.path, plan.sessions, counters)
+    # The SDK offers no public view of its live sessions (mcp 2.3.0): its own
+    # table tells which of a caller's sessions ended (DELETE or idle timeout).
+    manager = server._session_manager
+    if manager is None:  # never: streamable_http_app just made it
+        raise RuntimeError("the SDK made no session manager")
+
+    def live_sessions() -> Container[str]:
+        return manager._server_instances
+
+    bounds = (plan.sessions, plan.sessions_per_caller)
+    app = _SessionBound(app, plan.path, bounds, live_sessions, counters)
     if not plan.handshake_revisions:
         app = _ModernOnly(app, plan.path)
     app = KeyGate(app, KeyVerifier(plan.keys, dict(plan.scopes)), counters)

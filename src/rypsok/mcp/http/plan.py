@@ -22,6 +22,7 @@ import ssl
 from dataclasses import dataclass
 from typing import Literal
 
+from rypsok.core import limits
 from rypsok.core.config import Config, ConfigError, HttpConfig, Secret, SecretRef
 from rypsok.mcp.http import certificate
 from rypsok.mcp.http.certificate import CertificateFacts
@@ -76,6 +77,8 @@ class HttpPlan:
     handshake_revisions: bool
     certificate_words: str  # who can verify the certificate, from the certificate itself
     warnings: tuple[str, ...]  # logged at start and printed by check
+    sessions_per_caller: int  # LIM-H10
+    session_idle_s: int  # LIM-H11
     stream_ms: int  # LIM-H7
     head_ms: int  # LIM-H8, never longer than LIM-H5
     pending_connections: int  # LIM-H9
@@ -287,6 +290,11 @@ def tls_server_context(cert_file: str, key_file: str) -> ssl.SSLContext:
     return context
 
 
+def share_of_sessions(http: HttpConfig) -> int:
+    """LIM-H10's default: a quarter of LIM-H6, at least two sessions per caller."""
+    return max(limits.HTTP_SESSIONS_PER_CALLER_MIN, http.sessions // 4)
+
+
 def _unique(words: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(words))
 
@@ -336,6 +344,8 @@ def plan_http(config: Config) -> HttpPlan:
         handshake_revisions=http.handshake_revisions,
         certificate_words=words,
         warnings=warnings,
+        sessions_per_caller=min(http.sessions, http.sessions_per_caller or share_of_sessions(http)),
+        session_idle_s=http.session_idle_s,
         stream_ms=http.stream_ms,
         head_ms=min(http.head_ms, http.request_ms),
         pending_connections=http.pending_connections,

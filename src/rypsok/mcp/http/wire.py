@@ -22,6 +22,7 @@ class ListenerCounters:
     hosts_refused: int = 0
     origins_refused: int = 0
     sessions_refused: int = 0
+    caller_sessions_refused: int = 0  # beyond LIM-H10 for one caller
     requests_timed_out: int = 0
     streams_ended: int = 0  # GET event streams that reached LIM-H7 (not timeouts)
     connections_dropped: int = 0  # connections without a head, dropped beyond LIM-H9
