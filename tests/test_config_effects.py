@@ -94,6 +94,8 @@ READERS: dict[str, tuple[str, str]] = {
     "http.request_ms": ("mcp/http/plan.py", "http"),
     "http.sessions": ("mcp/http/plan.py", "http"),
     "http.stream_ms": ("mcp/http/plan.py", "http"),
+    "http.oauth": ("mcp/http/plan.py", "http"),
+    "http.metrics_path": ("mcp/http/plan.py", "http"),
     "http.sessions_per_caller": ("mcp/http/plan.py", "http"),
     "http.session_idle_s": ("mcp/http/plan.py", "http"),
     "http.head_ms": ("mcp/http/plan.py", "http"),

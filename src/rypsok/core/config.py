@@ -361,6 +361,40 @@ class HttpKey(_Section):
     )
 
 
+OAuthAlgorithm = Literal[
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"
+]  # asymmetric only: a shared-secret algorithm would let a public key sign
+
+
+class OAuthScopes(_Section):
+    search: str = Field(default="rypsok:search", description="token scope that admits search")
+    fetch: str = Field(default="rypsok:fetch", description="token scope that admits fetch")
+    status: str = Field(default="rypsok:status", description="token scope that admits status")
+    metrics: str = Field(default="rypsok:metrics", description="token scope that admits metrics")
+
+
+class OAuthConfig(_Section):
+    issuer: str = Field(description="the authorization server's issuer identifier (iss)")
+    audience: str = Field(
+        description="the canonical URL of this server's MCP endpoint (aud, RFC 8707)"
+    )
+    jwks_url: str | None = Field(
+        default=None, description="the issuer's JWKS, fetched through the engine egress profile"
+    )
+    jwks_file: str | None = Field(default=None, description="a JWKS file instead of jwks_url")
+    algorithms: Annotated[tuple[OAuthAlgorithm, ...], Field(strict=False)] = Field(
+        default=("RS256", "ES256", "EdDSA"), description="accepted signature algorithms"
+    )
+    caller_claim: str = Field(default="sub", description="claim that names the caller")
+    skew_s: int = _bounded(limits.OAUTH_SKEW_S, limits.OAUTH_SKEW_RANGE, "LIM-H12")
+    jwks_refresh_s: int = _bounded(
+        limits.OAUTH_JWKS_REFRESH_S, limits.OAUTH_JWKS_REFRESH_RANGE, "LIM-H13"
+    )
+    scopes: OAuthScopes = Field(
+        default_factory=OAuthScopes, description="rypsok scope -> token scope"
+    )
+
+
 class HttpConfig(_Section):
     host: str = Field(default="127.0.0.1", description="bind address (REQ-SEC-018)")
     port: int = Field(default=8750, ge=1, le=65_535, description="bind port")
@@ -390,6 +424,10 @@ class HttpConfig(_Section):
     pending_connections: int = _bounded(
         limits.HTTP_PENDING_CONNECTIONS, limits.HTTP_PENDING_RANGE, "LIM-H9"
     )
+    oauth: OAuthConfig | None = Field(
+        default=None, description="[http.oauth] OAuth 2.1 resource server (bearer JWTs)"
+    )
+    metrics_path: str = Field(default="/metrics", description="Prometheus text endpoint")
     handshake_revisions: bool = Field(
         default=True,
         description="REQ-MCP-006 serve the handshake-based revisions (sessions) besides the "

@@ -34,7 +34,7 @@ from rypsok.core.contract import (
 from rypsok.core.egress.client import EgressClient
 from rypsok.core.egress.policy import EgressRules
 from rypsok.core.engines import registry
-from rypsok.core.engines.base import Category, Driver, TimeRange
+from rypsok.core.engines.base import Category, Driver, EngineFailure, EngineRequest, TimeRange
 from rypsok.core.fetch.pipeline import FetchPipeline, FetchRequest
 from rypsok.core.invocation import InvocationLimiter
 from rypsok.core.metrics import Metrics
@@ -350,6 +350,35 @@ class Services:
         return contract.EngineState(breaker.state.value)
 
     # -- metrics leave the process as log lines (REQ-OBS-008) ---------------------------------
+
+    async def issuer_document(self, url: str) -> bytes | None:
+        """A document of an OAuth issuer (its JWKS), GET through the engine egress profile.
+
+        The same policy as an operator-configured engine endpoint: public
+        addresses, or a private one only where `[egress] allow` admits it
+        (REQ-SEC-011). None when it cannot be had; the caller keeps what it has.
+        """
+        try:
+            response = await self.egress.engine_get(
+                EngineRequest(url=url),
+                explicit_endpoint=True,
+                max_body_bytes=limits.OAUTH_JWKS_MAX_BYTES,
+                connect_timeout_ms=self.config.search.connect_timeout_ms,
+                total_timeout_ms=self.config.search.engine_timeout_ms,
+            )
+        except EngineFailure as exc:
+            logs.event(log, "issuer_keys_unavailable", logging.WARNING, reason=str(exc))
+            return None
+        if response.status != 200:
+            logs.event(
+                log,
+                "issuer_keys_unavailable",
+                logging.WARNING,
+                reason="status",
+                status=response.status,
+            )
+            return None
+        return response.body
 
     def log_metrics(self, reason: str) -> None:
         """One `metrics` line: counts and medians since start, no query, URL or key."""

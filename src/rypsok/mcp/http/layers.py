@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from rypsok.core import limits, logs
 from rypsok.core.services import Services
 from rypsok.mcp.http.auth import KeyGate, KeyVerifier
+from rypsok.mcp.http.oauth import OAuthVerifier
 from rypsok.mcp.http.plan import HttpPlan
 from rypsok.mcp.http.wire import (
     SESSION_HEADER,
@@ -205,6 +206,22 @@ def quiet_sdk_refusal_messages() -> None:
         sdk_logger = logging.getLogger(name)
         if not any(isinstance(f, _DropSdkRefusalMessages) for f in sdk_logger.filters):
             sdk_logger.addFilter(_DropSdkRefusalMessages())
+
+
+class _ResourceMetadata:
+    """RFC 9728: the Protected Resource Metadata, served without a key at its well-known path."""
+
+    def __init__(self, app: ASGIApp, path: str, document: dict[str, object]) -> None:
+        self.app = app
+        self.path = path
+        self.document = document
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != self.path or scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+        headers = {"cache-control": "public, max-age=3600"}
+        await JSONResponse(self.document, headers=headers)(scope, receive, send)
 
 
 class _ModernOnly:
@@ -486,7 +503,17 @@ def build_http_app(services: Services, plan: HttpPlan) -> HttpApp:
     app = _SessionBound(app, plan.path, bounds, live_sessions, counters)
     if not plan.handshake_revisions:
         app = _ModernOnly(app, plan.path)
-    app = KeyGate(app, KeyVerifier(plan.keys, dict(plan.scopes)), counters)
+    oauth = None
+    if plan.oauth is not None:
+        issuer_url = plan.oauth.jwks_url
+
+        async def issuer_keys() -> bytes | None:
+            return await services.issuer_document(issuer_url) if issuer_url else None
+
+        oauth = OAuthVerifier(plan.oauth, issuer_keys)
+    app = KeyGate(app, KeyVerifier(plan.keys, dict(plan.scopes)), counters, oauth)
+    if plan.oauth is not None:
+        app = _ResourceMetadata(app, plan.oauth.metadata_path, plan.oauth.metadata())
     app = _HostOrigin(app, security, counters)
     app = _TimeBound(app, plan.request_ms / 1000, plan.stream_ms / 1000, plan.path, counters)
     return HttpApp(asgi=_AccessLog(app, plan.path), counters=counters)

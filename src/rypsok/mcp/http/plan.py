@@ -26,6 +26,7 @@ from rypsok.core import limits
 from rypsok.core.config import Config, ConfigError, HttpConfig, Secret, SecretRef
 from rypsok.mcp.http import certificate
 from rypsok.mcp.http.certificate import CertificateFacts
+from rypsok.mcp.http.oauth_plan import OAuthPlan, oauth_problems
 
 Mode = Literal["tls", "behind_tls_proxy", "loopback_plain"]
 
@@ -77,6 +78,8 @@ class HttpPlan:
     handshake_revisions: bool
     certificate_words: str  # who can verify the certificate, from the certificate itself
     warnings: tuple[str, ...]  # logged at start and printed by check
+    oauth: OAuthPlan | None
+    metrics_path: str
     sessions_per_caller: int  # LIM-H10
     session_idle_s: int  # LIM-H11
     stream_ms: int  # LIM-H7
@@ -195,10 +198,16 @@ def _plan_words(http: HttpConfig, mode: Mode) -> tuple[str, tuple[str, ...]]:
 
 
 def _key_problems(http: HttpConfig) -> list[str]:
+    if http.oauth is not None:
+        oauth = oauth_problems(http.oauth)
+        if not http.keys:
+            return oauth
+    else:
+        oauth = []
     if not http.keys:
         return [
             "http.keys: the http transport needs at least one [[http.keys]] entry "
-            "(caller and key), on every bind, loopback included"
+            "(caller and key) or an [http.oauth] table, on every bind, loopback included"
         ]
     problems = []
     seen_callers: set[str] = set()
@@ -219,7 +228,7 @@ def _key_problems(http: HttpConfig) -> list[str]:
                 "nothing; name at least one of search, fetch, status, metrics"
             )
         problems += _one_key_problems(where, entry.caller, entry.key, seen_keys)
-    return problems
+    return oauth + problems
 
 
 def _one_key_problems(where: str, caller: str, ref: SecretRef, seen: list[Secret]) -> list[str]:
@@ -344,6 +353,8 @@ def plan_http(config: Config) -> HttpPlan:
         handshake_revisions=http.handshake_revisions,
         certificate_words=words,
         warnings=warnings,
+        oauth=OAuthPlan.of(http.oauth) if http.oauth is not None else None,
+        metrics_path=http.metrics_path,
         sessions_per_caller=min(http.sessions, http.sessions_per_caller or share_of_sessions(http)),
         session_idle_s=http.session_idle_s,
         stream_ms=http.stream_ms,
