@@ -293,11 +293,13 @@ class _SessionBound:
             and scope["path"] == self.path
             and is_handshake_request(scope)
             and header(scope, SESSION_HEADER) is None
-            and scope["method"] == "POST"
         )
-        who = caller(scope) if opening else None
-        if who is None:
+        if not opening:
             await self.app(scope, receive, send)
+            return
+        who = caller(scope) or ""
+        if scope["method"] != "POST":  # never opens a session; its refusal is still tidied
+            await self.app(scope, receive, self._hinted(send, who))
             return
         if self.held(who) >= self.per_caller:
             await self._refuse_per_caller(scope, receive, send)
