@@ -351,6 +351,12 @@ class Services:
 
     # -- metrics leave the process as log lines (REQ-OBS-008) ---------------------------------
 
+    def circuit_states(self) -> dict[str, str]:
+        """Each active engine's circuit state now (closed, open, half_open), for the metrics."""
+        return {
+            driver.id: self._engine_state(driver, True).value for driver in self.active_engines()
+        }
+
     async def issuer_document(self, url: str) -> bytes | None:
         """A document of an OAuth issuer (its JWKS), GET through the engine egress profile.
 

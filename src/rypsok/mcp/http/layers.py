@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from rypsok.core import limits, logs
 from rypsok.core.services import Services
 from rypsok.mcp.http.auth import KeyGate, KeyVerifier
+from rypsok.mcp.http.exposition import MetricsEndpoint
 from rypsok.mcp.http.oauth import OAuthVerifier
 from rypsok.mcp.http.plan import HttpPlan
 from rypsok.mcp.http.wire import (
@@ -513,6 +514,7 @@ def build_http_app(services: Services, plan: HttpPlan) -> HttpApp:
             return await services.issuer_document(issuer_url) if issuer_url else None
 
         oauth = OAuthVerifier(plan.oauth, issuer_keys)
+    app = MetricsEndpoint(app, plan.metrics_path, services, counters)  # behind the key gate
     app = KeyGate(app, KeyVerifier(plan.keys, dict(plan.scopes)), counters, oauth)
     if plan.oauth is not None:
         app = _ResourceMetadata(app, plan.oauth.metadata_path, plan.oauth.metadata())

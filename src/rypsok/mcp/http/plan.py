@@ -253,6 +253,12 @@ def _listener_problems(http: HttpConfig) -> list[str]:
     problems = []
     if not _PATH.fullmatch(http.path) or "//" in http.path:
         problems.append("http.path: must start with '/' and use only letters, digits and . _ ~ / -")
+    if not _PATH.fullmatch(http.metrics_path) or "//" in http.metrics_path:
+        problems.append(
+            "http.metrics_path: must start with '/' and use only letters, digits and . _ ~ / -"
+        )
+    elif http.metrics_path == http.path:
+        problems.append("http.metrics_path: must differ from http.path")
     loopback = is_loopback(http.host)
     if not loopback and mode_of(http) == "loopback_plain":
         problems.append(
