@@ -20,6 +20,7 @@ import anyio
 
 from rypsok import PROJECT_URL, __version__
 from rypsok.core import contract, limits, logs
+from rypsok.core.callers import current_caller
 from rypsok.core.config import Config, ConfigError, load_config
 from rypsok.core.contract import (
     DeniedReason,
@@ -166,9 +167,11 @@ class Services:
             raise UnknownTool(name)
         request_id = uuid.uuid4().hex[:16]
         token = logs.request_id.set(request_id)
+        caller_token = current_caller.set(caller)  # the engine queues serve callers in turn
         try:
             response = await self._answer(spec, arguments, caller)
         finally:
+            current_caller.reset(caller_token)
             logs.request_id.reset(token)
         return Answer(response.wire(), response.outcome is Outcome.ERROR)
 

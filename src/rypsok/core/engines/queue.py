@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import enum
 import time
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio
 
 from rypsok.core import limits
+from rypsok.core.callers import current_caller
 from rypsok.core.engines.base import EngineFailure, FailureClass
 
 # Connection set-up makes a request reach the provider a little after its start;
@@ -61,6 +63,55 @@ class NotSent(EngineFailure):
         self.why = why
 
 
+class FairSlots:
+    """A counting semaphore that hands freed slots to waiting callers in turn.
+
+    Within one caller waiters are served first come first served; across
+    callers a freed slot goes to the next caller in round-robin order, so a
+    caller's burst delays another caller's request by at most one turn per
+    waiting caller (issue 13; docs/http-mode.md, fair sharing). With one
+    caller it is a plain FIFO semaphore.
+    """
+
+    def __init__(self, slots: int) -> None:
+        self._free = slots
+        self._waiting: OrderedDict[str, deque[anyio.Event]] = OrderedDict()
+
+    async def acquire(self, caller: str) -> None:
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            return
+        handed = anyio.Event()
+        self._waiting.setdefault(caller, deque()).append(handed)
+        try:
+            await handed.wait()
+        except BaseException:
+            if handed.is_set():
+                self.release()  # handed over as we were cancelled: pass it on
+            else:
+                self._forget(caller, handed)
+            raise
+
+    def release(self) -> None:
+        if not self._waiting:
+            self._free += 1
+            return
+        caller, queue = next(iter(self._waiting.items()))
+        handed = queue.popleft()
+        del self._waiting[caller]
+        if queue:
+            self._waiting[caller] = queue  # to the back of the round
+        handed.set()
+
+    def _forget(self, caller: str, handed: anyio.Event) -> None:
+        queue = self._waiting.get(caller)
+        if queue is None:
+            return
+        queue.remove(handed)
+        if not queue:
+            del self._waiting[caller]
+
+
 class EngineQueue:
     """The admission queue of one engine. Instances are shared by all searches."""
 
@@ -73,7 +124,7 @@ class EngineQueue:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.min_interval_ms = min_interval_ms
-        self._engine_slots = anyio.Semaphore(max_concurrency)
+        self._engine_slots = FairSlots(max_concurrency)  # callers served in turn
         self._process_slots = process_slots
         self._clock = clock
         self._next_start = 0.0
@@ -105,7 +156,7 @@ class EngineQueue:
     async def turn(self, deadline: float) -> AsyncIterator[None]:
         """Wait for this request's turn; NotSent (a timeout) if it would come too late."""
         with anyio.move_on_after(max(0.0, deadline - self._clock())) as waiting:
-            await self._engine_slots.acquire()
+            await self._engine_slots.acquire(current_caller.get())
         if waiting.cancelled_caught:
             raise self._not_sent(deadline)
         try:
