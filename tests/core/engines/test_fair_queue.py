@@ -8,8 +8,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from rypsok.core.callers import current_caller
-from rypsok.core.engines.queue import EngineQueue, FairSlots
+from rypsok.core.callers import FairSlots, current_caller
+from rypsok.core.engines.queue import EngineQueue
 
 
 async def _served_order(bursts: list[tuple[str, int]]) -> list[str]:

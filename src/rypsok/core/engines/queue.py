@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import enum
 import time
-from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio
 
 from rypsok.core import limits
-from rypsok.core.callers import current_caller
+from rypsok.core.callers import FairSlots, current_caller
 from rypsok.core.engines.base import EngineFailure, FailureClass
 
 # Connection set-up makes a request reach the provider a little after its start;
@@ -61,55 +60,6 @@ class NotSent(EngineFailure):
     def __init__(self, why: WhyNotSent = WhyNotSent.NO_TURN) -> None:
         super().__init__(FailureClass.TIMEOUT)
         self.why = why
-
-
-class FairSlots:
-    """A counting semaphore that hands freed slots to waiting callers in turn.
-
-    Within one caller waiters are served first come first served; across
-    callers a freed slot goes to the next caller in round-robin order, so a
-    caller's burst delays another caller's request by at most one turn per
-    waiting caller (issue 13; docs/http-mode.md, fair sharing). With one
-    caller it is a plain FIFO semaphore.
-    """
-
-    def __init__(self, slots: int) -> None:
-        self._free = slots
-        self._waiting: OrderedDict[str, deque[anyio.Event]] = OrderedDict()
-
-    async def acquire(self, caller: str) -> None:
-        if self._free > 0 and not self._waiting:
-            self._free -= 1
-            return
-        handed = anyio.Event()
-        self._waiting.setdefault(caller, deque()).append(handed)
-        try:
-            await handed.wait()
-        except BaseException:
-            if handed.is_set():
-                self.release()  # handed over as we were cancelled: pass it on
-            else:
-                self._forget(caller, handed)
-            raise
-
-    def release(self) -> None:
-        if not self._waiting:
-            self._free += 1
-            return
-        caller, queue = next(iter(self._waiting.items()))
-        handed = queue.popleft()
-        del self._waiting[caller]
-        if queue:
-            self._waiting[caller] = queue  # to the back of the round
-        handed.set()
-
-    def _forget(self, caller: str, handed: anyio.Event) -> None:
-        queue = self._waiting.get(caller)
-        if queue is None:
-            return
-        queue.remove(handed)
-        if not queue:
-            del self._waiting[caller]
 
 
 class EngineQueue:
