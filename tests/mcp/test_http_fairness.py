@@ -13,6 +13,7 @@ from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from rypsok.mcp.http.plan import plan_http
+from tests.fakes.provider_server import ProviderServer, Route
 from tests.mcp.http_support import (
     KEY_A,
     KEY_B,
@@ -97,3 +98,52 @@ def test_the_per_caller_share_defaults_to_a_quarter_of_the_pool(tmp_path: pathli
         for sessions in (1, 4, 1000)
     }
     assert shares == {1: 1, 4: 2, 1000: 250}
+
+
+@pytest.mark.req("REQ-SEC-019", "REQ-TEST-014")
+async def test_one_callers_burst_of_slow_fetches_leaves_anothers_fetch_prompt(
+    tmp_path: pathlib.Path,
+) -> None:
+    """REQ-SEC-019: with 2 fetch slots, a's 12 slow fetches (1 s each) queue; b's waits one turn.
+
+    First come first served, b's fetch would wait for six rounds of a's
+    (about 6 s); served in turn it gets the second freed slot (about 1 s).
+    """
+    table = {
+        "/slow": Route(delay_s=1.0, headers={"content-type": "text/html"}, body=b"<p>slow</p>"),
+        "/fast": Route(headers={"content-type": "text/html"}, body=b"<p>fast</p>"),
+    }
+    async with ProviderServer(table) as provider:
+        port = int(provider.base_url.rsplit(":", 1)[1])
+        base = {
+            "egress": {"allow": ["127.0.0.1/32"]},
+            "fetch": {"allow_http": True, "ports": [port], "robots_txt": False,
+                      "fetches_in_flight": 2, "fetches_per_host": 2},
+            "limits": {"web_fetch_per_minute": 60},
+        }  # fmt: skip
+        listener = free_listener()
+        config = http_config(tmp_path, listener.getsockname()[1], base)
+        async with (
+            running_http(config, listener) as running,
+            httpx2.AsyncClient(headers=bearer(KEY_A), timeout=60) as http_a,
+            httpx2.AsyncClient(headers=bearer(KEY_B), timeout=60) as http_b,
+            Client(streamable_http_client(running.url, http_client=http_a)) as client_a,
+            Client(streamable_http_client(running.url, http_client=http_b)) as client_b,
+        ):
+            elapsed: dict[str, float] = {}
+
+            async def fetch_a() -> None:
+                await client_a.call_tool("web_fetch", {"url": provider.url("/slow")})
+
+            async def fetch_b() -> None:
+                started = anyio.current_time()
+                result = await client_b.call_tool("web_fetch", {"url": provider.url("/fast")})
+                assert not result.is_error, result.structured_content
+                elapsed["b"] = anyio.current_time() - started
+
+            async with anyio.create_task_group() as group:
+                for _ in range(12):
+                    group.start_soon(fetch_a)
+                await anyio.sleep(0.3)  # a's burst holds both slots and queues the rest
+                group.start_soon(fetch_b)
+    assert elapsed["b"] < 2.5, elapsed
