@@ -12,11 +12,18 @@ from rypsok.core.callers import FairSlots, current_caller
 from rypsok.core.engines.queue import EngineQueue
 
 
-async def _served_order(bursts: list[tuple[str, int]]) -> list[str]:
-    """Callers' requests through one engine with one slot, in the order they got it."""
-    queue = EngineQueue(
-        min_interval_ms=0, max_concurrency=1, process_slots=anyio.CapacityLimiter(10)
-    )
+async def _served_order(bursts: list[tuple[str, int]], process_wide: bool = False) -> list[str]:
+    """Callers' requests through one engine with one slot, in the order they got it.
+
+    With `process_wide` the one slot is LIM-C1's (shared by all engines), not
+    the engine's own.
+    """
+    if process_wide:
+        queue = EngineQueue(min_interval_ms=0, max_concurrency=50, process_slots=FairSlots(1))
+    else:
+        queue = EngineQueue(
+            min_interval_ms=0, max_concurrency=1, process_slots=anyio.CapacityLimiter(10)
+        )
     served: list[str] = []
     release = anyio.Event()
 
@@ -66,3 +73,10 @@ async def test_a_cancelled_waiter_hands_its_slot_on() -> None:
     slots.release()
     with anyio.fail_after(1):
         await slots.acquire("c")  # the slot b gave up is free
+
+
+@pytest.mark.req("REQ-SEC-019", "REQ-AGG-005")
+async def test_the_process_wide_slots_serve_callers_in_turn() -> None:
+    """REQ-SEC-019: LIM-C1's slots, shared by all engines, are handed out in turn as well."""
+    order = await _served_order([("a", 4), ("b", 2)], process_wide=True)
+    assert order == ["a", "b", "a", "b", "a", "a"]

@@ -34,6 +34,7 @@ import anyio
 from rypsok.core import contract, limits, logs
 from rypsok.core.boundary.instructions import looks_like_instruction
 from rypsok.core.boundary.text import CleanText, clean_text
+from rypsok.core.callers import FairSlots
 from rypsok.core.config import Config
 from rypsok.core.contract import (
     ErrorKind,
@@ -193,7 +194,8 @@ class SearchPipeline:
         self._config = config
         self._metrics = metrics
         self._clock = clock
-        process_slots = anyio.CapacityLimiter(config.search.engines_in_flight)
+        # LIM-C1, handed to waiting callers in turn across all engines.
+        process_slots = FairSlots(config.search.engines_in_flight)
         self._queues = {d.id: self._queue_for(d, process_slots) for d in self.engines}
         self.breakers = {
             d.id: CircuitBreaker.from_config(
@@ -204,7 +206,7 @@ class SearchPipeline:
         self._preference = [d.id for d in self.engines]
         self._in_flight: dict[tuple[str, str, SearchParams], _Shared] = {}
 
-    def _queue_for(self, driver: Driver, process_slots: anyio.CapacityLimiter) -> EngineQueue:
+    def _queue_for(self, driver: Driver, process_slots: FairSlots) -> EngineQueue:
         own = self._config.engines.get(driver.id)
         interval = driver.admission.min_interval_ms
         concurrency = driver.admission.max_concurrency
