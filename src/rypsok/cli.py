@@ -73,6 +73,11 @@ def _check(config: Config) -> int:
     if plan is not None:
         lines.append(f"  http: {plan.url} ({plan.mode}, {len(plan.keys)} caller(s))")
         lines += [f"  caller {caller}: {', '.join(scopes)}" for caller, scopes in plan.scopes]
+        if plan.oauth is not None:
+            lines.append(
+                f"  oauth: tokens of {plan.oauth.issuer} for {plan.oauth.audience} "
+                f"(metadata at {plan.oauth.metadata_url})"
+            )
         lines.append(f"  certificate: {plan.certificate_words}")
         lines += [f"  warning: {warning}" for warning in plan.warnings]
     else:

@@ -220,3 +220,29 @@ async def test_an_unknown_kid_refetches_the_keys_boundedly_and_rotation_works(
     )
     await anyio.sleep(1.1)
     assert (await opening_status(running, rotated)).status_code == 200
+
+
+@pytest.mark.req("REQ-SEC-018")
+async def test_a_jwks_file_serves_as_the_issuers_keys_and_is_reread_on_rotation(
+    tmp_path: pathlib.Path,
+) -> None:
+    """REQ-SEC-018: with jwks_file the keys come from the file; an unknown kid rereads it."""
+    issuer = Issuer(
+        rsa_key=rsa.generate_private_key(public_exponent=65537, key_size=2048),
+        ec_key=ec.generate_private_key(ec.SECP256R1()),
+        rotated=rsa.generate_private_key(public_exponent=65537, key_size=2048),
+    )
+    jwks_file = tmp_path / "issuer-jwks.json"
+    jwks_file.write_bytes(issuer.jwks())
+    listener = free_listener()
+    oauth = {"issuer": ISSUER, "audience": AUDIENCE, "jwks_file": str(jwks_file),
+             "jwks_refresh_s": 1}  # fmt: skip
+    config = http_config(tmp_path, listener.getsockname()[1], oauth=oauth)
+    valid = jwt.encode(claims(), issuer.ec_key, algorithm="ES256", headers={"kid": "e1"})
+    rotated = jwt.encode(claims(), issuer.rotated, algorithm="RS256", headers={"kid": "r2"})
+    async with running_http(config, listener) as running:
+        assert (await opening_status(running, valid)).status_code == 200
+        assert (await opening_status(running, rotated)).status_code == 401
+        jwks_file.write_bytes(issuer.jwks(rotated=True))
+        await anyio.sleep(1.1)
+        assert (await opening_status(running, rotated)).status_code == 200
