@@ -58,8 +58,8 @@ import rypsok
 from bench.common import bench_config, emit, percentile, production_logging, table
 from bench.drivers import bench_drivers, bench_routes, services_with
 from bench.fakeserver import REPO, FakeServer
-from rypsok.core.http_policy import plan_http
-from rypsok.mcp.http import serve_http
+from rypsok.mcp.http.plan import plan_http
+from rypsok.mcp.http.serve import serve_http
 
 LATENCY_MS = 5.0
 ENGINES = 5

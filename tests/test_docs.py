@@ -29,7 +29,8 @@ def with_secret_files(block: str, directory: pathlib.Path) -> str:
     """The example with each `{ file = "..." }` pointing at a real file, as on a host."""
     directory.mkdir()
     # `check` loads the TLS pair, so TLS references get a real, matching pair.
-    tls = make_test_ca(directory)
+    # Its names cover the examples' allowed_hosts, as the operator's certificate would.
+    tls = make_test_ca(directory, extra_names=("search.example.org",))
     tls_files = {"tls_cert": tls.cert_file, "tls_key": tls.key_file}
     for key, name in re.findall(r'(\w+)\s*=\s*\{ file = "([^"]+)"', block):
         if key in tls_files:

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from rypsok import __version__
 from rypsok.core import logs
 from rypsok.core.config import Config, ConfigError, cache_secret_problems
-from rypsok.core.http_policy import HttpPlan, http_configured, plan_http, tls_server_context
 from rypsok.core.services import engine_categories, engine_states, load_configuration
+from rypsok.mcp.http.plan import HttpPlan, http_configured, plan_http, tls_server_context
 
 EXIT_OK = 0
 EXIT_CONFIG = 1
@@ -81,6 +81,14 @@ def _check(config: Config) -> int:
     ]
     if plan is not None:
         lines.append(f"  http: {plan.url} ({plan.mode}, {len(plan.keys)} caller(s))")
+        lines += [f"  caller {caller}: {', '.join(scopes)}" for caller, scopes in plan.scopes]
+        if plan.oauth is not None:
+            lines.append(
+                f"  oauth: tokens of {plan.oauth.issuer} for {plan.oauth.audience} "
+                f"(metadata at {plan.oauth.metadata_url})"
+            )
+        lines.append(f"  certificate: {plan.certificate_words}")
+        lines += [f"  warning: {warning}" for warning in plan.warnings]
     else:
         lines.append("  http: not configured ('serve --transport http' needs [[http.keys]])")
     sys.stdout.write("\n".join(lines) + "\n")
@@ -136,7 +144,7 @@ def _serve_http(config: Config) -> int:
     import anyio  # noqa: PLC0415
 
     from rypsok.core.services import Services  # noqa: PLC0415
-    from rypsok.mcp.http import serve_http  # noqa: PLC0415
+    from rypsok.mcp.http.serve import serve_http  # noqa: PLC0415
 
     for engine_id, state in engine_states(config):
         logs.event(log, "engine", engine=engine_id, state=state)

@@ -65,6 +65,7 @@ def instance_toml(directory: pathlib.Path, provider: str, redis: RedisServer, po
     for caller in ("a", "b"):
         key = _toml_value({"file": str(directory / f"{caller}.key")})
         lines += ["[[http.keys]]", f'caller = "{caller}"', f"key = {key}"]
+        lines += ['scopes = ["search", "fetch", "status"]']  # engine_status is read below
     for engine, path in ENGINE_PATHS.items():
         lines += [f"[engines.{engine}]", f'endpoint = "{provider}{path}"']
     return "\n".join(lines) + "\n"

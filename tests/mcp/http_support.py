@@ -10,7 +10,7 @@ import json
 import pathlib
 import socket
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,9 +21,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from rypsok.core.config import Config
-from rypsok.core.http_policy import HttpPlan, plan_http
 from rypsok.core.services import Services
-from rypsok.mcp.http import HttpApp, build_http_app, make_server
+from rypsok.mcp.http.layers import HttpApp, build_http_app
+from rypsok.mcp.http.plan import HttpPlan, plan_http
+from rypsok.mcp.http.serve import make_server
 from tests.support import ENGINE_PATHS, config_from
 
 # Synthetic keys, long enough for the policy; never real.
@@ -36,13 +37,25 @@ def bearer(key: str) -> dict[str, str]:
     return {"authorization": f"Bearer {key}"}
 
 
-def key_entries(directory: pathlib.Path, **callers: str) -> list[dict[str, Any]]:
-    """[[http.keys]] entries, each key in its own file (keys are given by reference)."""
+# Every tool: the tests of the transport see all three (scopes have their own tests).
+ALL_TOOL_SCOPES = ["search", "fetch", "status"]
+
+
+def key_entries(
+    directory: pathlib.Path, scopes: list[str] | None = ALL_TOOL_SCOPES, **callers: str
+) -> list[dict[str, Any]]:
+    """[[http.keys]] entries, each key in its own file (keys are given by reference).
+
+    `scopes=None` leaves the key's scopes at their default.
+    """
     entries = []
     for caller, key in callers.items():
         path = directory / f"{caller}.key"
         path.write_text(key + "\n", encoding="utf-8")
-        entries.append({"caller": caller, "key": {"file": str(path)}})
+        entry: dict[str, Any] = {"caller": caller, "key": {"file": str(path)}}
+        if scopes is not None:
+            entry["scopes"] = list(scopes)
+        entries.append(entry)
     return entries
 
 
@@ -174,8 +187,32 @@ def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
-def make_test_ca(directory: pathlib.Path) -> TestCA:
-    """A CA made at test time and a server certificate for 127.0.0.1 and localhost."""
+def _general_name(name: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(name))
+    except ValueError:
+        return x509.DNSName(name)
+
+
+def _key_usage(ca: bool) -> x509.KeyUsage:
+    return x509.KeyUsage(
+        digital_signature=not ca, content_commitment=False, key_encipherment=False,
+        data_encipherment=False, key_agreement=False, key_cert_sign=ca, crl_sign=ca,
+        encipher_only=False, decipher_only=False,
+    )  # fmt: skip
+
+
+def make_test_ca(
+    directory: pathlib.Path,
+    extra_names: Sequence[str] = (),
+    valid_from: datetime.timedelta = datetime.timedelta(minutes=-5),
+    valid_until: datetime.timedelta = datetime.timedelta(days=1),
+) -> TestCA:
+    """A CA made at test time and a server certificate for 127.0.0.1 and localhost.
+
+    `extra_names` adds names to the certificate; `valid_from` and `valid_until`
+    (relative to now) make one that is not yet valid, expired or expiring.
+    """
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_cert = (
@@ -187,21 +224,23 @@ def make_test_ca(directory: pathlib.Path) -> TestCA:
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(_key_usage(ca=True), critical=True)  # as a real CA has (RFC 5280)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
         .sign(ca_key, hashes.SHA256())
     )
     leaf_key = ec.generate_private_key(ec.SECP256R1())
-    names = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    names = [_general_name(name) for name in ("localhost", "127.0.0.1", *extra_names)]
     leaf_cert = (
         x509.CertificateBuilder()
         .subject_name(_name("localhost"))
         .issuer_name(ca_cert.subject)
         .public_key(leaf_key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
+        .not_valid_before(now + valid_from)
+        .not_valid_after(now + valid_until)
         .add_extension(x509.SubjectAlternativeName(names), False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(ca=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False

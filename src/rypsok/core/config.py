@@ -344,9 +344,55 @@ class OperatorConfig(_Section):
         return value
 
 
+# What a caller may use over HTTP (assistant-access: "only the tools its key's
+# scope admits"): one word per tool, and `metrics` for the metrics endpoint.
+CallerScope = Literal["search", "fetch", "status", "metrics"]
+CALLER_SCOPES: tuple[CallerScope, ...] = get_args(CallerScope)
+DEFAULT_KEY_SCOPES: tuple[CallerScope, ...] = ("search", "fetch")
+
+
 class HttpKey(_Section):
     caller: str = Field(description="caller name: the identity for per-caller limits")
     key: SecretRef = Field(description="bearer key, by reference")
+    scopes: Annotated[tuple[CallerScope, ...], Field(strict=False)] = Field(
+        default=DEFAULT_KEY_SCOPES,
+        description="what the key admits: search (web_search), fetch (web_fetch), "
+        "status (engine_status), metrics (the metrics endpoint)",
+    )
+
+
+OAuthAlgorithm = Literal[
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"
+]  # asymmetric only: a shared-secret algorithm would let a public key sign
+
+
+class OAuthScopes(_Section):
+    search: str = Field(default="rypsok:search", description="token scope that admits search")
+    fetch: str = Field(default="rypsok:fetch", description="token scope that admits fetch")
+    status: str = Field(default="rypsok:status", description="token scope that admits status")
+    metrics: str = Field(default="rypsok:metrics", description="token scope that admits metrics")
+
+
+class OAuthConfig(_Section):
+    issuer: str = Field(description="the authorization server's issuer identifier (iss)")
+    audience: str = Field(
+        description="the canonical URL of this server's MCP endpoint (aud, RFC 8707)"
+    )
+    jwks_url: str | None = Field(
+        default=None, description="the issuer's JWKS, fetched through the engine egress profile"
+    )
+    jwks_file: str | None = Field(default=None, description="a JWKS file instead of jwks_url")
+    algorithms: Annotated[tuple[OAuthAlgorithm, ...], Field(strict=False)] = Field(
+        default=("RS256", "ES256", "EdDSA"), description="accepted signature algorithms"
+    )
+    caller_claim: str = Field(default="sub", description="claim that names the caller")
+    skew_s: int = _bounded(limits.OAUTH_SKEW_S, limits.OAUTH_SKEW_RANGE, "LIM-H12")
+    jwks_refresh_s: int = _bounded(
+        limits.OAUTH_JWKS_REFRESH_S, limits.OAUTH_JWKS_REFRESH_RANGE, "LIM-H13"
+    )
+    scopes: OAuthScopes = Field(
+        default_factory=OAuthScopes, description="rypsok scope -> token scope"
+    )
 
 
 class HttpConfig(_Section):
@@ -363,6 +409,25 @@ class HttpConfig(_Section):
     )
     request_ms: int = _bounded(limits.HTTP_REQUEST_MS, (1_000, 600_000), "LIM-H5")
     sessions: int = _bounded(limits.HTTP_SESSIONS, limits.HTTP_SESSIONS_RANGE, "LIM-H6")
+    sessions_per_caller: int | None = Field(
+        default=None,
+        ge=1,
+        le=limits.HTTP_SESSIONS_RANGE[1],
+        description="LIM-H10 live sessions one caller may hold; unset: a quarter of "
+        "http.sessions, at least 2",
+    )
+    session_idle_s: int = _bounded(
+        limits.HTTP_SESSION_IDLE_S, limits.HTTP_SESSION_IDLE_RANGE, "LIM-H11"
+    )
+    stream_ms: int = _bounded(limits.HTTP_STREAM_MS, limits.HTTP_STREAM_RANGE, "LIM-H7")
+    head_ms: int = _bounded(limits.HTTP_HEAD_MS, limits.HTTP_HEAD_RANGE, "LIM-H8")
+    pending_connections: int = _bounded(
+        limits.HTTP_PENDING_CONNECTIONS, limits.HTTP_PENDING_RANGE, "LIM-H9"
+    )
+    oauth: OAuthConfig | None = Field(
+        default=None, description="[http.oauth] OAuth 2.1 resource server (bearer JWTs)"
+    )
+    metrics_path: str = Field(default="/metrics", description="Prometheus text endpoint")
     handshake_revisions: bool = Field(
         default=True,
         description="REQ-MCP-006 serve the handshake-based revisions (sessions) besides the "

@@ -125,3 +125,17 @@ HTTP2_STREAMS_RANGE: Final = (1, 1_000)
 HTTP_REQUEST_MS: Final = 60_000  # LIM-H5 (>= S7 and >= F5)
 HTTP_SESSIONS: Final = 1_000  # LIM-H6
 HTTP_SESSIONS_RANGE: Final = (1, 100_000)
+HTTP_STREAM_MS: Final = 600_000  # LIM-H7 lifetime of an open GET event stream; ends quietly
+HTTP_STREAM_RANGE: Final = (1_000, 86_400_000)
+HTTP_HEAD_MS: Final = 10_000  # LIM-H8 a request head must arrive within this (<= H5)
+HTTP_HEAD_RANGE: Final = (1_000, 60_000)
+HTTP_PENDING_CONNECTIONS: Final = 256  # LIM-H9 connections without a complete head; oldest dropped
+HTTP_PENDING_RANGE: Final = (1, 65_536)
+HTTP_SESSIONS_PER_CALLER_MIN: Final = 2  # LIM-H10 per caller: a quarter of LIM-H6, at least this
+HTTP_SESSION_IDLE_S: Final = 300  # LIM-H11 a session without a request is closed quietly
+HTTP_SESSION_IDLE_RANGE: Final = (1, 86_400)
+OAUTH_SKEW_S: Final = 60  # LIM-H12 clock skew allowed on exp and nbf of a bearer token
+OAUTH_SKEW_RANGE: Final = (0, 300)
+OAUTH_JWKS_REFRESH_S: Final = 60  # LIM-H13 at most one JWKS refetch (unknown kid) per this
+OAUTH_JWKS_REFRESH_RANGE: Final = (1, 86_400)
+OAUTH_JWKS_MAX_BYTES: Final = 256 * 1024  # LIM-H14 largest JWKS document read

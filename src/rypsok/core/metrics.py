@@ -18,6 +18,27 @@ from typing import Any
 
 from rypsok.core import limits
 
+# Bucket bounds of the latency histograms, in ms: from a cached answer to LIM-H5.
+LATENCY_BUCKETS_MS: tuple[float, ...] = (
+    25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 20_000, 60_000
+)  # fmt: skip
+
+
+@dataclass
+class Histogram:
+    """Counts of observations at or below each bucket bound, their sum and count."""
+
+    buckets: list[int] = field(default_factory=lambda: [0] * len(LATENCY_BUCKETS_MS))
+    total_ms: float = 0.0
+    count: int = 0
+
+    def observe(self, elapsed_ms: float) -> None:
+        self.count += 1
+        self.total_ms += elapsed_ms
+        for index, bound in enumerate(LATENCY_BUCKETS_MS):
+            if elapsed_ms <= bound:
+                self.buckets[index] += 1
+
 
 @dataclass
 class Metrics:
@@ -35,6 +56,13 @@ class Metrics:
     # cache_get, cache_put, spacing, limits, returned_urls.
     shared_state_fallbacks: collections.Counter[str] = field(default_factory=collections.Counter)
     engine_latency_ms: dict[str, collections.deque[float]] = field(default_factory=dict)
+    # (tool, kind) of failed calls, for the metrics endpoint's errors by tool and kind.
+    call_errors_by_tool: collections.Counter[tuple[str, str]] = field(
+        default_factory=collections.Counter
+    )
+    # Latency histograms since start (cumulative counts per LATENCY_BUCKETS_MS bound).
+    call_histograms: dict[str, Histogram] = field(default_factory=dict)
+    engine_histograms: dict[str, Histogram] = field(default_factory=dict)
 
     def refused(self, tool: str, reason: str) -> None:
         self.refused_calls[(tool, reason)] += 1
@@ -43,8 +71,10 @@ class Metrics:
         self.calls[tool] += 1
         window = self.call_latency_ms.setdefault(tool, collections.deque(maxlen=1000))
         window.append(elapsed_ms)
+        self.call_histograms.setdefault(tool, Histogram()).observe(elapsed_ms)
         if error_kind is not None:
             self.call_errors[error_kind] += 1
+            self.call_errors_by_tool[(tool, error_kind)] += 1
 
     def engine_finished(self, engine: str, elapsed_ms: float, failure_class: str | None) -> None:
         """A completed engine request: answered, or failed with its class."""
@@ -53,6 +83,7 @@ class Metrics:
             engine, collections.deque(maxlen=limits.LATENCY_WINDOW)
         )
         window.append(elapsed_ms)
+        self.engine_histograms.setdefault(engine, Histogram()).observe(elapsed_ms)
         if failure_class is not None:
             self.engine_errors[(engine, failure_class)] += 1
 

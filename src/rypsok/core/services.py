@@ -21,6 +21,7 @@ import anyio
 from rypsok import PROJECT_URL, __version__
 from rypsok.core import contract, limits, logs
 from rypsok.core.cache import SharedState
+from rypsok.core.callers import current_caller
 from rypsok.core.config import Config, ConfigError, load_config
 from rypsok.core.contract import (
     DeniedReason,
@@ -35,7 +36,7 @@ from rypsok.core.contract import (
 from rypsok.core.egress.client import EgressClient
 from rypsok.core.egress.policy import EgressRules
 from rypsok.core.engines import registry
-from rypsok.core.engines.base import Category, Driver, TimeRange
+from rypsok.core.engines.base import Category, Driver, EngineFailure, EngineRequest, TimeRange
 from rypsok.core.engines.transport import EngineEgress
 from rypsok.core.fetch.pipeline import FetchPipeline, FetchRequest
 from rypsok.core.invocation import InvocationLimiter
@@ -175,9 +176,11 @@ class Services:
             raise UnknownTool(name)
         request_id = uuid.uuid4().hex[:16]
         token = logs.request_id.set(request_id)
+        caller_token = current_caller.set(caller)  # the engine queues serve callers in turn
         try:
             response = await self._answer(spec, arguments, caller)
         finally:
+            current_caller.reset(caller_token)
             logs.request_id.reset(token)
         return Answer(response.wire(), response.outcome is Outcome.ERROR)
 
@@ -365,6 +368,41 @@ class Services:
         return contract.EngineState(breaker.state.value)
 
     # -- metrics leave the process as log lines (REQ-OBS-008) ---------------------------------
+
+    def circuit_states(self) -> dict[str, str]:
+        """Each active engine's circuit state now (closed, open, half_open), for the metrics."""
+        return {
+            driver.id: self._engine_state(driver, True).value for driver in self.active_engines()
+        }
+
+    async def issuer_document(self, url: str) -> bytes | None:
+        """A document of an OAuth issuer (its JWKS), GET through the engine egress profile.
+
+        The same policy as an operator-configured engine endpoint: public
+        addresses, or a private one only where `[egress] allow` admits it
+        (REQ-SEC-011). None when it cannot be had; the caller keeps what it has.
+        """
+        try:
+            response = await EngineEgress(self.egress).engine_get(
+                EngineRequest(url=url),
+                explicit_endpoint=True,
+                max_body_bytes=limits.OAUTH_JWKS_MAX_BYTES,
+                connect_timeout_ms=self.config.search.connect_timeout_ms,
+                total_timeout_ms=self.config.search.engine_timeout_ms,
+            )
+        except EngineFailure as exc:
+            logs.event(log, "issuer_keys_unavailable", logging.WARNING, reason=str(exc))
+            return None
+        if response.status != 200:
+            logs.event(
+                log,
+                "issuer_keys_unavailable",
+                logging.WARNING,
+                reason="status",
+                status=response.status,
+            )
+            return None
+        return response.body
 
     def log_metrics(self, reason: str) -> None:
         """One `metrics` line: counts and medians since start, no query, URL or key."""

@@ -18,10 +18,16 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.shared.exceptions import MCPError
 
 from rypsok import __version__
-from rypsok.core.contract import INSTRUCTIONS, ToolSpec
+from rypsok.core.contract import ENGINE_STATUS, INSTRUCTIONS, WEB_FETCH, WEB_SEARCH, ToolSpec
 from rypsok.core.services import Answer, Services, UnknownTool
 
 SERVER_NAME = "rypsok"
+# The scope word that admits each tool (`[[http.keys]] scopes`).
+TOOL_SCOPES: dict[str, str] = {
+    WEB_SEARCH: "search",
+    WEB_FETCH: "fetch",
+    ENGINE_STATUS: "status",
+}
 
 
 def mcp_tool(spec: ToolSpec) -> types.Tool:
@@ -61,6 +67,20 @@ def caller_of(ctx: ServerRequestContext[Any]) -> str:
     return token.client_id if token is not None else "local"
 
 
+def admitted(tools: list[types.Tool]) -> list[types.Tool]:
+    """The tools the current caller's scope admits (assistant-access, REQ-MCP-009).
+
+    Over HTTP the key's (or token's) scopes are in its access token; a tool
+    is listed and callable only when its scope word is there, so the list
+    depends on the configuration of that key, never on the connection. On
+    stdio there is no token: the operator runs it and gets every tool.
+    """
+    token = get_access_token()
+    if token is None:
+        return tools
+    return [tool for tool in tools if TOOL_SCOPES.get(tool.name) in token.scopes]
+
+
 def build_server(services: Services) -> Server[Any]:
     tools = [mcp_tool(spec) for spec in services.tools()]
     structured = services.config.output.structured_content
@@ -68,15 +88,18 @@ def build_server(services: Services) -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        return types.ListToolsResult(tools=admitted(tools))
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        visible = admitted(tools)
         try:
+            if all(tool.name != params.name for tool in visible):
+                raise UnknownTool(params.name)  # outside the scope reads as unknown
             answer = await services.call(params.name, params.arguments, caller_of(ctx))
         except UnknownTool:
-            valid = ", ".join(t.name for t in tools)
+            valid = ", ".join(t.name for t in visible)
             raise MCPError(
                 code=types.INVALID_PARAMS, message=f"Unknown tool. Tools: {valid}."
             ) from None

@@ -36,6 +36,7 @@ import anyio
 from rypsok.core import limits
 from rypsok.core.cache.entries import STDIO_CALLER, SharedStateUnavailable
 from rypsok.core.cache.keys import KeyLayout
+from rypsok.core.callers import FairSlots
 from rypsok.core.engines.base import Driver
 from rypsok.core.engines.queue import (
     MAX_SPACING_FACTOR,
@@ -159,7 +160,7 @@ class SharedEngineQueue(EngineQueue):
         background: _Background,
         min_interval_ms: int,
         max_concurrency: int,
-        process_slots: anyio.CapacityLimiter,
+        process_slots: anyio.CapacityLimiter | FairSlots,
         clock: Callable[[], float],
     ) -> None:
         super().__init__(min_interval_ms=min_interval_ms, max_concurrency=max_concurrency,
@@ -246,7 +247,7 @@ class SpacingFactory:
         *,
         min_interval_ms: int,
         max_concurrency: int,
-        process_slots: anyio.CapacityLimiter,
+        process_slots: anyio.CapacityLimiter | FairSlots,
         clock: Callable[[], float],
     ) -> EngineQueue:
         if self._link is None or self._layout is None:

@@ -30,6 +30,7 @@ from contextlib import asynccontextmanager
 import anyio
 
 from rypsok.core import limits
+from rypsok.core.callers import FairSlots, current_caller
 from rypsok.core.engines.base import EngineFailure, FailureClass
 
 # Connection set-up makes a request reach the provider a little after its start;
@@ -69,11 +70,11 @@ class EngineQueue:
         *,
         min_interval_ms: int,
         max_concurrency: int,
-        process_slots: anyio.CapacityLimiter,
+        process_slots: anyio.CapacityLimiter | FairSlots,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.min_interval_ms = min_interval_ms
-        self._engine_slots = anyio.Semaphore(max_concurrency)
+        self._engine_slots = FairSlots(max_concurrency)  # callers served in turn
         self._process_slots = process_slots
         self._clock = clock
         self._next_start = 0.0
@@ -87,6 +88,13 @@ class EngineQueue:
             return 0.0
         base_ms = max(self.min_interval_ms, 100) if self._factor > 1 else self.min_interval_ms
         return (base_ms * self._factor + SPACING_MARGIN_MS) / 1000.0
+
+    async def _take_process_slot(self) -> None:
+        """LIM-C1; shared fairly (callers in turn) when the pipeline made it a FairSlots."""
+        if isinstance(self._process_slots, FairSlots):
+            await self._process_slots.acquire(current_caller.get())
+        else:
+            await self._process_slots.acquire()
 
     def _reserve_start(self, deadline: float) -> float:
         """The start of this request's turn, or NotSent; a refused turn reserves nothing."""
@@ -109,12 +117,12 @@ class EngineQueue:
     async def turn(self, deadline: float) -> AsyncIterator[None]:
         """Wait for this request's turn; NotSent (a timeout) if it would come too late."""
         with anyio.move_on_after(max(0.0, deadline - self._clock())) as waiting:
-            await self._engine_slots.acquire()
+            await self._engine_slots.acquire(current_caller.get())
         if waiting.cancelled_caught:
             raise self._not_sent(deadline)
         try:
             with anyio.move_on_after(max(0.0, deadline - self._clock())) as waiting:
-                await self._process_slots.acquire()
+                await self._take_process_slot()
             if waiting.cancelled_caught:
                 raise self._not_sent(deadline)
             try:

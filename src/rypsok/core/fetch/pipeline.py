@@ -41,6 +41,7 @@ import anyio
 
 from rypsok.core import contract, limits, logs
 from rypsok.core.boundary.instructions import looks_like_instruction
+from rypsok.core.callers import FairSlots
 from rypsok.core.config import Config
 from rypsok.core.contract import (
     DeniedReason,
@@ -144,7 +145,8 @@ class FetchPipeline:
         self._robots = (
             RobotsCache(self._read_robots, clock=clock) if config.fetch.robots_txt else None
         )
-        self._fetch_slots = anyio.CapacityLimiter(config.fetch.fetches_in_flight)  # LIM-C3
+        # LIM-C3, handed to waiting callers in turn (one caller's burst cannot queue ahead).
+        self._fetch_slots = FairSlots(config.fetch.fetches_in_flight)
         self._parse_slots = anyio.CapacityLimiter(config.fetch.parse_tasks)  # LIM-C5
         self._host_slots: dict[str, anyio.CapacityLimiter] = {}  # LIM-C4, while in use
         # The only result URLs kept beyond a call, and only in strict mode (REQ-PRIV-003).
@@ -303,7 +305,7 @@ class FetchPipeline:
         with anyio.move_on_after(self._config.ceiling_ms / 1000.0):
             # The LIM-C3 slot is held until extraction ends, so a body waiting to
             # be parsed still counts: memory stays within LIM-C3 x LIM-F3.
-            async with self._fetch_slots:
+            async with self._fetch_slots.held():
                 page = await self._fetch_page(request, deadline, notices)
             return self._respond(page, request, notices)
         raise _deadline()

@@ -35,6 +35,7 @@ from rypsok.core import contract, limits, logs
 from rypsok.core.boundary.instructions import looks_like_instruction
 from rypsok.core.boundary.text import CleanText, clean_text
 from rypsok.core.cache.entries import AnswerCache, EntryScope, cached_notice
+from rypsok.core.callers import FairSlots
 from rypsok.core.config import Config
 from rypsok.core.contract import (
     ErrorKind,
@@ -188,7 +189,7 @@ class QueueFactory(Protocol):
         *,
         min_interval_ms: int,
         max_concurrency: int,
-        process_slots: anyio.CapacityLimiter,
+        process_slots: anyio.CapacityLimiter | FairSlots,
         clock: Callable[[], float],
     ) -> EngineQueue: ...
 
@@ -198,7 +199,7 @@ def local_queue(
     *,
     min_interval_ms: int,
     max_concurrency: int,
-    process_slots: anyio.CapacityLimiter,
+    process_slots: anyio.CapacityLimiter | FairSlots,
     clock: Callable[[], float],
 ) -> EngineQueue:
     return EngineQueue(min_interval_ms=min_interval_ms, max_concurrency=max_concurrency,
@@ -226,7 +227,8 @@ class SearchPipeline:
         self._config = config
         self._metrics = metrics
         self._clock = clock
-        process_slots = anyio.CapacityLimiter(config.search.engines_in_flight)
+        # LIM-C1, handed to waiting callers in turn across all engines.
+        process_slots = FairSlots(config.search.engines_in_flight)
         # Scraping drivers parse pages off the event loop, at most LIM-C5 at a time.
         self._parse_slots = anyio.CapacityLimiter(config.fetch.parse_tasks)
         self._queues = {d.id: self._queue_for(d, process_slots) for d in self.engines}
@@ -239,7 +241,7 @@ class SearchPipeline:
         self._preference = [d.id for d in self.engines]
         self._in_flight: dict[tuple[str, str, SearchParams], _Shared] = {}
 
-    def _queue_for(self, driver: Driver, process_slots: anyio.CapacityLimiter) -> EngineQueue:
+    def _queue_for(self, driver: Driver, process_slots: FairSlots) -> EngineQueue:
         own = self._config.engines.get(driver.id)
         interval = driver.current_admission.min_interval_ms  # an own key may allow more
         concurrency = driver.current_admission.max_concurrency

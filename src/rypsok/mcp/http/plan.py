@@ -1,12 +1,14 @@
 """The HTTP mode's start-up policy: what a listener needs before it may serve.
 
-Pure decisions over the validated configuration (no protocol imports,
-REQ-ARCH-005): which keys are usable, whether the bind is loopback, whether
-TLS is served here or by a proxy in front, which Host and Origin values are
-accepted, and the words the start-up log uses for who can check the
-certificate (REQ-SEC-018, decision 5 of the specification). `check_http`
-lists every problem, each naming its key; `plan_http` turns a configuration
-without problems into the frozen `HttpPlan` the adapter serves.
+Pure decisions over the validated configuration: which keys are usable and
+what each admits, whether the bind is loopback, whether TLS is served here
+or by a proxy in front, which Host and Origin values are accepted, and the
+words the start-up log uses for who can check the certificate (REQ-SEC-018,
+decision 5 of the specification). `check_http` lists every problem, each
+naming its key; `plan_http` turns a configuration without problems into the
+frozen `HttpPlan` the adapter serves. It lives in the adapter (its only
+users are the adapter and the CLI) but imports no protocol package, so
+`rypsok check` stays light (an import-linter contract).
 
 Keys are never part of a message: a problem names the key's index and caller.
 """
@@ -20,7 +22,11 @@ import ssl
 from dataclasses import dataclass
 from typing import Literal
 
+from rypsok.core import limits
 from rypsok.core.config import Config, ConfigError, HttpConfig, Secret, SecretRef
+from rypsok.mcp.http import certificate
+from rypsok.mcp.http.certificate import CertificateFacts
+from rypsok.mcp.http.oauth_plan import OAuthPlan, oauth_problems
 
 Mode = Literal["tls", "behind_tls_proxy", "loopback_plain"]
 
@@ -66,9 +72,19 @@ class HttpPlan:
     allowed_hosts: tuple[str, ...]
     allowed_origins: tuple[str, ...]
     keys: tuple[tuple[str, Secret], ...]  # (caller name, key)
+    scopes: tuple[tuple[str, tuple[str, ...]], ...]  # (caller name, what its key admits)
     request_ms: int
     sessions: int
     handshake_revisions: bool
+    certificate_words: str  # who can verify the certificate, from the certificate itself
+    warnings: tuple[str, ...]  # logged at start and printed by check
+    oauth: OAuthPlan | None
+    metrics_path: str
+    sessions_per_caller: int  # LIM-H10
+    session_idle_s: int  # LIM-H11
+    stream_ms: int  # LIM-H7
+    head_ms: int  # LIM-H8, never longer than LIM-H5
+    pending_connections: int  # LIM-H9
 
     @property
     def url(self) -> str:
@@ -142,14 +158,56 @@ def _tls_problems(http: HttpConfig) -> list[str]:
             problems.append(f'{name}: TLS material is read from a file; give {{ file = "path" }}')
         elif not pathlib.Path(ref.file).is_file():
             problems.append(f"{name}: the file it names cannot be read")
+    if not problems and http.tls_cert is not None and http.tls_cert.file is not None:
+        problems += list(_certificate_facts(http, http.tls_cert.file).problems)
     return problems
 
 
+def recheck_certificate(plan: HttpPlan) -> list[str]:
+    """The certificate's problems now, for a reload: the same rules as at start."""
+    if plan.tls_cert_file is None:
+        return []
+    configured = plan.allowed_hosts != default_allowed_hosts(plan.host, plan.port, True)
+    facts = certificate.inspect(plan.tls_cert_file, plan.allowed_hosts, configured)
+    return list(facts.problems)
+
+
+def _served_hosts(http: HttpConfig) -> tuple[str, ...]:
+    tls = mode_of(http) == "tls"
+    return http.allowed_hosts or default_allowed_hosts(http.host, http.port, tls)
+
+
+def _certificate_facts(http: HttpConfig, cert_file: str) -> CertificateFacts:
+    return certificate.inspect(cert_file, _served_hosts(http), bool(http.allowed_hosts))
+
+
+def _plan_words(http: HttpConfig, mode: Mode) -> tuple[str, tuple[str, ...]]:
+    """Who can verify the certificate, and the warnings `check` and the start-up log give."""
+    warnings: list[str] = []
+    words = certificate_statement(mode)
+    if mode == "tls" and http.tls_cert is not None and http.tls_cert.file is not None:
+        facts = _certificate_facts(http, http.tls_cert.file)
+        words = facts.statement
+        warnings += facts.warnings
+    if mode == "behind_tls_proxy" and not is_loopback(http.host):
+        warnings.append(
+            f"http.behind_tls_proxy: plain HTTP is served on {http.host}, which is not a "
+            "loopback address; anything on that network reaches rypsok unencrypted"
+        )
+    return words, tuple(warnings)
+
+
 def _key_problems(http: HttpConfig) -> list[str]:
+    if http.oauth is not None:
+        oauth = oauth_problems(http.oauth)
+        if not http.keys:
+            return oauth
+    else:
+        oauth = []
     if not http.keys:
         return [
             "http.keys: the http transport needs at least one [[http.keys]] entry "
-            "(caller and key), on every bind, loopback included"
+            "(caller and key) or an [http.oauth] table, on every bind, loopback included"
         ]
     problems = []
     seen_callers: set[str] = set()
@@ -164,8 +222,13 @@ def _key_problems(http: HttpConfig) -> list[str]:
         elif entry.caller in seen_callers:
             problems.append(f"{where}.caller: the caller name '{entry.caller}' is used twice")
         seen_callers.add(entry.caller)
+        if not entry.scopes:
+            problems.append(
+                f"{where}.scopes (caller '{entry.caller}'): a key without a scope admits "
+                "nothing; name at least one of search, fetch, status, metrics"
+            )
         problems += _one_key_problems(where, entry.caller, entry.key, seen_keys)
-    return problems
+    return oauth + problems
 
 
 def _one_key_problems(where: str, caller: str, ref: SecretRef, seen: list[Secret]) -> list[str]:
@@ -190,6 +253,12 @@ def _listener_problems(http: HttpConfig) -> list[str]:
     problems = []
     if not _PATH.fullmatch(http.path) or "//" in http.path:
         problems.append("http.path: must start with '/' and use only letters, digits and . _ ~ / -")
+    if not _PATH.fullmatch(http.metrics_path) or "//" in http.metrics_path:
+        problems.append(
+            "http.metrics_path: must start with '/' and use only letters, digits and . _ ~ / -"
+        )
+    elif http.metrics_path == http.path:
+        problems.append("http.metrics_path: must differ from http.path")
     loopback = is_loopback(http.host)
     if not loopback and mode_of(http) == "loopback_plain":
         problems.append(
@@ -236,6 +305,15 @@ def tls_server_context(cert_file: str, key_file: str) -> ssl.SSLContext:
     return context
 
 
+def share_of_sessions(http: HttpConfig) -> int:
+    """LIM-H10's default: a quarter of LIM-H6, at least two sessions per caller."""
+    return max(limits.HTTP_SESSIONS_PER_CALLER_MIN, http.sessions // 4)
+
+
+def _unique(words: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(words))
+
+
 def check_http(config: Config) -> list[str]:
     """Every reason the HTTP mode cannot start with this configuration; empty when it can."""
     http = config.http
@@ -255,7 +333,8 @@ def plan_http(config: Config) -> HttpPlan:
     http = config.http
     mode = mode_of(http)
     tls = mode == "tls"
-    hosts = http.allowed_hosts or default_allowed_hosts(http.host, http.port, tls)
+    hosts = _served_hosts(http)
+    words, warnings = _plan_words(http, mode)
     # Clients of a proxy that terminates TLS see rypsok's names under https.
     origins = http.allowed_origins or default_allowed_origins(hosts, mode != "loopback_plain")
     keys = []
@@ -274,7 +353,17 @@ def plan_http(config: Config) -> HttpPlan:
         allowed_hosts=tuple(hosts),
         allowed_origins=tuple(origins),
         keys=tuple(keys),
+        scopes=tuple((entry.caller, _unique(entry.scopes)) for entry in http.keys),
         request_ms=http.request_ms,
         sessions=http.sessions,
         handshake_revisions=http.handshake_revisions,
+        certificate_words=words,
+        warnings=warnings,
+        oauth=OAuthPlan.of(http.oauth) if http.oauth is not None else None,
+        metrics_path=http.metrics_path,
+        sessions_per_caller=min(http.sessions, http.sessions_per_caller or share_of_sessions(http)),
+        session_idle_s=http.session_idle_s,
+        stream_ms=http.stream_ms,
+        head_ms=min(http.head_ms, http.request_ms),
+        pending_connections=http.pending_connections,
     )

@@ -1,0 +1,149 @@
+"""Fair sharing between callers over HTTP: a caller's share of the sessions, idle sessions close."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import pathlib
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from rypsok.mcp.http.plan import plan_http
+from tests.fakes.provider_server import ProviderServer, Route
+from tests.mcp.http_support import (
+    KEY_A,
+    KEY_B,
+    RawMcp,
+    bearer,
+    free_listener,
+    http_config,
+    running_http,
+)
+
+
+@pytest.mark.req("REQ-SEC-019", "REQ-SEC-024")
+async def test_a_caller_at_its_session_share_leaves_room_for_another(
+    tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """REQ-SEC-019: caller a holds its 2 sessions (LIM-H10); its third is refused, b connects.
+
+    The refusal is 429 with Retry-After and a JSON-RPC error naming LIM-H10
+    with retry_after_ms; the SDK's client of caller b opens a session as usual.
+    """
+    caplog.set_level(logging.INFO, logger="rypsok")
+    listener = free_listener()
+    config = http_config(tmp_path, listener.getsockname()[1], sessions=10, sessions_per_caller=2)
+    async with running_http(config, listener) as running, contextlib.AsyncExitStack() as stack:
+        http_a = await stack.enter_async_context(httpx2.AsyncClient(headers=bearer(KEY_A)))
+        for _ in range(2):
+            read, write = await stack.enter_async_context(
+                streamable_http_client(running.url, http_client=http_a)
+            )
+            session = await stack.enter_async_context(ClientSession(read, write))
+            await session.initialize()
+        async with httpx2.AsyncClient() as raw_http:
+            refused = await RawMcp(raw_http, running.url, KEY_A).initialize("2025-11-25")
+        async with (
+            httpx2.AsyncClient(headers=bearer(KEY_B)) as http_b,
+            streamable_http_client(running.url, http_client=http_b) as (read_b, write_b),
+            ClientSession(read_b, write_b) as session_b,
+        ):
+            await session_b.initialize()
+            answered = await session_b.call_tool("engine_status", {})
+        # The handshake-free revision holds no session: caller a still calls that way.
+        async with Client(streamable_http_client(running.url, http_client=http_a)) as modern:
+            modern_answer = await modern.call_tool("engine_status", {})
+        counters = running.app.counters
+    assert refused.status_code == 429
+    assert int(refused.headers["retry-after"]) > 0
+    assert "mcp-session-id" not in refused.headers
+    error = refused.json()["error"]
+    assert error["data"] == {"limit": "LIM-H10", "retry_after_ms": 30_000}
+    assert "LIM-H10" in error["message"]
+    assert not answered.is_error and not modern_answer.is_error
+    assert counters.caller_sessions_refused == 1 and counters.sessions_refused == 0
+    refusals = [r for r in caplog.records if r.getMessage() == "session_refused"]
+    assert len(refusals) == 1
+
+
+@pytest.mark.req("REQ-SEC-019", "REQ-SEC-024")
+async def test_an_idle_session_closes_quietly_and_frees_the_share(tmp_path: pathlib.Path) -> None:
+    """REQ-SEC-019: after LIM-H11 without a request a session is gone and its slot is free."""
+    listener = free_listener()
+    config = http_config(
+        tmp_path, listener.getsockname()[1], sessions_per_caller=2, session_idle_s=1
+    )
+    async with running_http(config, listener) as running, httpx2.AsyncClient() as http:
+        idle = [RawMcp(http, running.url, KEY_A) for _ in range(2)]
+        for raw in idle:
+            assert (await raw.initialize("2025-11-25")).status_code == 200
+        assert (await RawMcp(http, running.url, KEY_A).initialize("2025-11-25")).status_code == 429
+        await anyio.sleep(2.5)
+        gone = await idle[0].post({"jsonrpc": "2.0", "id": 5, "method": "ping"})
+        again = await RawMcp(http, running.url, KEY_A).initialize("2025-11-25")
+    assert gone.status_code == 404
+    assert again.status_code == 200
+    assert running.app.counters.requests_timed_out == 0
+
+
+@pytest.mark.req("REQ-SEC-019")
+def test_the_per_caller_share_defaults_to_a_quarter_of_the_pool(tmp_path: pathlib.Path) -> None:
+    """REQ-SEC-019: LIM-H10 is a quarter of LIM-H6, at least 2, never above LIM-H6."""
+    shares = {
+        sessions: plan_http(http_config(tmp_path, 8750, sessions=sessions)).sessions_per_caller
+        for sessions in (1, 4, 1000)
+    }
+    assert shares == {1: 1, 4: 2, 1000: 250}
+
+
+@pytest.mark.req("REQ-SEC-019", "REQ-TEST-014")
+async def test_one_callers_burst_of_slow_fetches_leaves_anothers_fetch_prompt(
+    tmp_path: pathlib.Path,
+) -> None:
+    """REQ-SEC-019: with 2 fetch slots, a's 12 slow fetches (1 s each) queue; b's waits one turn.
+
+    First come first served, b's fetch would wait for six rounds of a's
+    (about 6 s); served in turn it gets the second freed slot (about 1 s).
+    """
+    table = {
+        "/slow": Route(delay_s=1.0, headers={"content-type": "text/html"}, body=b"<p>slow</p>"),
+        "/fast": Route(headers={"content-type": "text/html"}, body=b"<p>fast</p>"),
+    }
+    async with ProviderServer(table) as provider:
+        port = int(provider.base_url.rsplit(":", 1)[1])
+        base = {
+            "egress": {"allow": ["127.0.0.1/32"]},
+            "fetch": {"allow_http": True, "ports": [port], "robots_txt": False,
+                      "fetches_in_flight": 2, "fetches_per_host": 2},
+            "limits": {"web_fetch_per_minute": 60},
+        }  # fmt: skip
+        listener = free_listener()
+        config = http_config(tmp_path, listener.getsockname()[1], base)
+        async with (
+            running_http(config, listener) as running,
+            httpx2.AsyncClient(headers=bearer(KEY_A), timeout=60) as http_a,
+            httpx2.AsyncClient(headers=bearer(KEY_B), timeout=60) as http_b,
+            Client(streamable_http_client(running.url, http_client=http_a)) as client_a,
+            Client(streamable_http_client(running.url, http_client=http_b)) as client_b,
+        ):
+            elapsed: dict[str, float] = {}
+
+            async def fetch_a() -> None:
+                await client_a.call_tool("web_fetch", {"url": provider.url("/slow")})
+
+            async def fetch_b() -> None:
+                started = anyio.current_time()
+                result = await client_b.call_tool("web_fetch", {"url": provider.url("/fast")})
+                assert not result.is_error, result.structured_content
+                elapsed["b"] = anyio.current_time() - started
+
+            async with anyio.create_task_group() as group:
+                for _ in range(12):
+                    group.start_soon(fetch_a)
+                await anyio.sleep(0.3)  # a's burst holds both slots and queues the rest
+                group.start_soon(fetch_b)
+    assert elapsed["b"] < 2.5, elapsed
