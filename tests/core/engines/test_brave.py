@@ -43,7 +43,6 @@ def test_declares_its_admission_properties() -> None:
     assert Brave.admission.max_concurrency == 1
     assert Brave.admission.cacheable is False
     assert Brave.admission.attribution_required is True
-    assert Brave.admission.user_agent_format is None
     assert Brave.requires_key is True
     assert not _driver(api_key=None).active
     assert _driver().active

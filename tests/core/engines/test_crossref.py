@@ -44,7 +44,6 @@ def test_declares_the_public_pool_limits() -> None:
     assert Crossref.admission.max_concurrency == 1
     assert Crossref.admission.cacheable is True
     assert Crossref.admission.attribution_required is False
-    assert Crossref.admission.user_agent_format is None
     assert Crossref.requires_key is False
 
 

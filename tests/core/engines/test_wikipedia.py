@@ -42,7 +42,6 @@ def test_declares_its_admission_properties() -> None:
     assert Wikipedia.admission.max_concurrency == 1
     assert Wikipedia.admission.attribution_required is True
     assert Wikipedia.admission.cacheable is True
-    assert Wikipedia.admission.user_agent_format is None
     assert Wikipedia.requires_key is False
     assert Wikipedia().active
 

@@ -138,8 +138,9 @@ AGENT_POOL_CONNECTIONS: Final = limits.FETCHES_IN_FLIGHT_RANGE[1]
 # Idle connections kept this long: long enough to carry a busy engine from one
 # search to the next, short enough not to hold sockets servers already dropped.
 KEEPALIVE_EXPIRY_S: Final = 30.0
-# Engine origins come from the configuration: a few dozen at most.
-MAX_ENGINE_POOLS: Final = 64
+# Engine origins come from the configuration: a few dozen, plus one per Wikipedia
+# edition an operator lists (55 editions), so the cap leaves room for all of them.
+MAX_ENGINE_POOLS: Final = 128
 
 # Distinct engine endpoint URLs whose judgement is remembered (LIM-S8's
 # ceiling of 16 engines per search, with room for per-category endpoints).

@@ -95,9 +95,6 @@ class Admission:
     max_concurrency: int = limits.REQUESTS_PER_ENGINE_IN_FLIGHT  # LIM-C2
     cacheable: bool = True
     attribution_required: bool = False
-    # None: the standard rypsok User-Agent (REQ-CMP-004). A format string with
-    # {standard} may extend it where the record requires (e.g. a mailto).
-    user_agent_format: str | None = None
     max_body_bytes: int = 2 * 1024 * 1024  # REQ-SEC-010: driver-declared bound
 
 
