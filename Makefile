@@ -7,9 +7,10 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 REQ_TRACE := ../shared/tools/req_trace.py
-LINT_PATHS := src tests tools $(wildcard bench)
+LINT_PATHS := src tests tools fuzz $(wildcard bench)
+SECONDS ?= 30
 
-.PHONY: run test lint typecheck layers unit licenses audit bench lock docs clean
+.PHONY: run test lint typecheck layers unit licenses audit bench lock docs clean fuzz
 
 # Every install step writes to stderr: `make run` is started by MCP hosts, whose
 # stdout must carry protocol messages only.
@@ -51,6 +52,14 @@ licenses: $(DEV_STAMP)
 
 audit: $(DEV_STAMP)
 	@$(BIN)/python tools/audit.py
+
+# Every fuzz target for SECONDS each (docs/assurance.md). atheris has wheels for a
+# few platforms only: where it does not install, the run says so and runs the
+# Hypothesis targets for the same time instead; it never passes silently.
+fuzz: $(DEV_STAMP)
+	@$(BIN)/pip install -q --disable-pip-version-check -r requirements/fuzz.lock 1>&2 \
+		|| echo "fuzz: atheris (requirements/fuzz.lock) could not be installed on this platform" 1>&2
+	$(BIN)/python -m fuzz.run --seconds $(SECONDS)
 
 bench: $(DEV_STAMP)
 	$(BIN)/python -m bench
