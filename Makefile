@@ -10,7 +10,7 @@ REQ_TRACE := ../shared/tools/req_trace.py
 LINT_PATHS := src tests tools fuzz $(wildcard bench)
 SECONDS ?= 30
 
-.PHONY: run test lint typecheck layers unit licenses audit bench lock docs clean fuzz
+.PHONY: run test lint typecheck layers unit licenses audit bench lock docs clean fuzz live
 
 # Every install step writes to stderr: `make run` is started by MCP hosts, whose
 # stdout must carry protocol messages only.
@@ -60,6 +60,11 @@ fuzz: $(DEV_STAMP)
 	@$(BIN)/pip install -q --disable-pip-version-check -r requirements/fuzz.lock 1>&2 \
 		|| echo "fuzz: atheris (requirements/fuzz.lock) could not be installed on this platform" 1>&2
 	$(BIN)/python -m fuzz.run --seconds $(SECONDS)
+
+# One query to each enabled engine, within its terms (docs/assurance.md). Reaches
+# the real providers: never part of `test`. Exit 3 where nothing is reachable.
+live: $(RUN_STAMP)
+	$(BIN)/python tools/live.py $(ARGS)
 
 bench: $(DEV_STAMP)
 	$(BIN)/python -m bench
