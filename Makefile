@@ -7,10 +7,10 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 REQ_TRACE := ../shared/tools/req_trace.py
-LINT_PATHS := src tests tools fuzz $(wildcard bench)
+LINT_PATHS := src tests tools fuzz mutation $(wildcard bench)
 SECONDS ?= 30
 
-.PHONY: run test lint typecheck layers unit licenses audit bench lock docs clean fuzz live
+.PHONY: run test lint typecheck layers unit licenses audit bench lock docs clean fuzz live mutation
 
 # Every install step writes to stderr: `make run` is started by MCP hosts, whose
 # stdout must carry protocol messages only.
@@ -60,6 +60,11 @@ fuzz: $(DEV_STAMP)
 	@$(BIN)/pip install -q --disable-pip-version-check -r requirements/fuzz.lock 1>&2 \
 		|| echo "fuzz: atheris (requirements/fuzz.lock) could not be installed on this platform" 1>&2
 	$(BIN)/python -m fuzz.run --seconds $(SECONDS)
+
+# mutmut over the security modules (mutation/run.py); fails on a surviving mutant
+# that mutation/exclusions.txt does not list with a reason. MODULES=... picks some.
+mutation: $(DEV_STAMP)
+	$(BIN)/python -m mutation.run $(foreach m,$(MODULES),--module $(m))
 
 # One query to each enabled engine, within its terms (docs/assurance.md). Reaches
 # the real providers: never part of `test`. Exit 3 where nothing is reachable.
