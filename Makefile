@@ -10,7 +10,7 @@ REQ_TRACE := ../shared/tools/req_trace.py
 LINT_PATHS := src tests tools fuzz mutation $(wildcard bench)
 SECONDS ?= 30
 
-.PHONY: run test lint typecheck layers unit licenses audit bench lock docs clean fuzz live mutation
+.PHONY: run test lint typecheck layers unit licenses audit bench lock docs clean fuzz live mutation release-check
 
 # Every install step writes to stderr: `make run` is started by MCP hosts, whose
 # stdout must carry protocol messages only.
@@ -70,6 +70,13 @@ mutation: $(DEV_STAMP)
 # the real providers: never part of `test`. Exit 3 where nothing is reachable.
 live: $(RUN_STAMP)
 	$(BIN)/python tools/live.py $(ARGS)
+
+# Every release job in parallel, one verdict line each (tools/release_check.py).
+# Fails when any job fails or reports SKIPPED: offline, live and audit fail.
+release-check: $(DEV_STAMP)
+	@$(BIN)/pip install -q --disable-pip-version-check -r requirements/fuzz.lock 1>&2 \
+		|| echo "release-check: atheris could not be installed; the fuzz job runs Hypothesis" 1>&2
+	$(BIN)/python tools/release_check.py --fuzz-seconds $(SECONDS)
 
 bench: $(DEV_STAMP)
 	$(BIN)/python -m bench
