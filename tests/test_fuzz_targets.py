@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from fuzz import make_corpus, targets
+from fuzz import known_crashes, make_corpus, targets
 from rypsok.core.engines.registry import known_ids
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -83,7 +83,7 @@ def test_without_atheris_the_run_says_so_and_runs_hypothesis(tmp_path: pathlib.P
     assert run.returncode == 0, run.stdout + run.stderr
     assert "atheris is NOT installed" in run.stdout
     assert "fuzz: egress_rule: ok (hypothesis" in run.stdout
-    assert run.stdout.rstrip().endswith("fuzz: 1 targets run, no crash")
+    assert "fuzz: 1 targets run, no crash" in run.stdout.splitlines()
 
 
 @pytest.mark.req("REQ-SEC-023")
@@ -108,3 +108,32 @@ def test_a_crashing_target_fails_the_run(tmp_path: pathlib.Path) -> None:
     assert run.returncode == 1, run.stdout + run.stderr
     assert "fuzz: egress_rule: CRASH" in run.stdout
     assert "1 crashed: egress_rule" in run.stdout
+
+
+@pytest.mark.req("REQ-SEC-023")
+def test_a_known_open_crash_is_let_through_only_where_it_is_listed() -> None:
+    """REQ-SEC-023: `make fuzz` goes on past a listed crash (exception and function both
+    match); any other error of the same target still stops it."""
+    known = known_crashes.KNOWN[0]
+    crash = next((ROOT / "fuzz" / "regressions").glob(f"{known.target}-*")).read_bytes()
+    known_crashes.tolerating(known.target, targets.TARGETS[known.target])(crash)
+
+    def other_bug(data: bytes) -> None:
+        raise OverflowError("the same type from elsewhere")
+
+    with pytest.raises(OverflowError):
+        known_crashes.tolerating(known.target, other_bug)(crash)
+    with pytest.raises(OverflowError):
+        known_crashes.tolerating("text_cleaner", targets.TARGETS[known.target])(crash)
+
+
+@pytest.mark.req("REQ-SEC-023")
+def test_every_known_crash_is_kept_open_by_a_strict_xfail_test() -> None:
+    """REQ-SEC-023: a tolerated crash is never silent: its regression test exists and is a
+    strict xfail, so the fix must remove both."""
+    source = (ROOT / "tests" / "properties" / "test_fuzz_regressions.py").read_text()
+    for crash in known_crashes.KNOWN:
+        name = crash.test.split("::")[1]
+        assert f"def {name}(" in source
+        before = source[: source.index(f"def {name}(")].rsplit("\n\n\n", 1)[-1]
+        assert "xfail(strict=True" in before, name

@@ -35,7 +35,7 @@ PY = sys.executable
 def default_jobs(fuzz_seconds: int) -> dict[str, list[str]]:
     return {
         "reproducibility": [PY, str(ROOT / "tools" / "release_check.py"), "--reproducibility"],
-        "fuzz": [PY, "-m", "fuzz.run", "--seconds", str(fuzz_seconds)],
+        "fuzz": [PY, "-m", "fuzz.run", "--strict", "--seconds", str(fuzz_seconds)],
         "mutation": [PY, "-m", "mutation.run"],
         "live": [PY, str(ROOT / "tools" / "live.py")],
         "audit": [PY, str(ROOT / "tools" / "audit.py")],
