@@ -75,8 +75,9 @@ def test_release_workflow_runs_every_release_job() -> None:
     assert "= success" in verdict["steps"][0]["run"]
 
 
-def _release_check(*jobs: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, str(RELEASE_CHECK), "--only", *(j.split("=")[0] for j in jobs)]
+def _release_check(logs: pathlib.Path, *jobs: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, str(RELEASE_CHECK), "--logs", str(logs)]
+    command += ["--only", *(job.split("=")[0] for job in jobs)]
     for job in jobs:
         command += ["--job", job]
     return subprocess.run(
@@ -85,11 +86,12 @@ def _release_check(*jobs: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.req("REQ-TEST-019")
-def test_release_check_fails_when_a_job_is_skipped() -> None:
+def test_release_check_fails_when_a_job_is_skipped(tmp_path: pathlib.Path) -> None:
     """REQ-TEST-019: no job may be ignored: one that reports SKIPPED fails the run even when
     it exits 0 (as the audit does offline), as does one that fails; one line per job."""
     py = sys.executable
     run = _release_check(
+        tmp_path,
         f"ok={py} -c \"print('all good')\"",
         f"offline={py} -c \"print('audit: SKIPPED: no advisory database')\"",
         f'broken={py} -c "raise SystemExit(3)"',
@@ -100,11 +102,12 @@ def test_release_check_fails_when_a_job_is_skipped() -> None:
     assert any(line.startswith("release-check: offline: SKIPPED") for line in lines)
     assert any(line.startswith("release-check: broken: FAIL (exit 3)") for line in lines)
     assert lines[-1].startswith("release-check: NO-GO: offline, broken did not pass")
+    assert (tmp_path / "offline.log").read_text().startswith("audit: SKIPPED")
 
 
 @pytest.mark.req("REQ-TEST-019")
-def test_release_check_passes_only_when_every_job_passed() -> None:
+def test_release_check_passes_only_when_every_job_passed(tmp_path: pathlib.Path) -> None:
     """REQ-TEST-019: GO when every job ran and passed."""
-    run = _release_check(f"one={sys.executable} -c pass", f"two={sys.executable} -c pass")
+    run = _release_check(tmp_path, f"one={sys.executable} -c pass", f"two={sys.executable} -c pass")
     assert run.returncode == 0, run.stdout
     assert run.stdout.splitlines()[-1] == "release-check: GO: every job passed"

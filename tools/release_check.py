@@ -56,9 +56,9 @@ def _last_line(output: str) -> str:
     return lines[-1].strip() if lines else "no output"
 
 
-def run_job(name: str, command: list[str]) -> tuple[str, str, float]:
+def run_job(name: str, command: list[str], logs: pathlib.Path) -> tuple[str, str, float]:
     started = time.monotonic()
-    LOGS.mkdir(parents=True, exist_ok=True)
+    logs.mkdir(parents=True, exist_ok=True)
     try:
         done = subprocess.run(  # noqa: S603 - our own commands
             command, cwd=ROOT, capture_output=True, text=True, timeout=JOB_TIMEOUT_S, check=False
@@ -66,7 +66,7 @@ def run_job(name: str, command: list[str]) -> tuple[str, str, float]:
         output, status = done.stdout + done.stderr, done.returncode
     except subprocess.TimeoutExpired as expired:
         output, status = str(expired.stdout or ""), None
-    (LOGS / f"{name}.log").write_text(output, encoding="utf-8")
+    (logs / f"{name}.log").write_text(output, encoding="utf-8")
     return verdict(status, output), _last_line(output), time.monotonic() - started
 
 
@@ -129,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fuzz-seconds", type=int, default=60)
     parser.add_argument("--only", nargs="+", metavar="JOB")
     parser.add_argument("--job", action="append", default=[], metavar="NAME=COMMAND")
+    parser.add_argument("--logs", type=pathlib.Path, default=LOGS, help="where job logs go")
     parser.add_argument("--reproducibility", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.reproducibility:
@@ -140,14 +141,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         jobs = {name: jobs[name] for name in args.only}
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        futures = {name: pool.submit(run_job, name, command) for name, command in jobs.items()}
+        futures = {
+            name: pool.submit(run_job, name, command, args.logs) for name, command in jobs.items()
+        }
         results = {name: future.result() for name, future in futures.items()}
     for name, (result, last, took) in results.items():
         sys.stdout.write(f"release-check: {name}: {result} [{took:.0f} s] {last}\n")
     failed = [name for name, (result, _, _) in results.items() if result != "PASS"]
     if failed:
         names = ", ".join(failed)
-        sys.stdout.write(f"release-check: NO-GO: {names} did not pass (build/release-check/)\n")
+        sys.stdout.write(f"release-check: NO-GO: {names} did not pass (logs in {args.logs})\n")
     else:
         sys.stdout.write("release-check: GO: every job passed\n")
     return 1 if failed else 0
