@@ -171,10 +171,14 @@ def main(argv: list[str] | None = None) -> int:
     _say(f"fuzz: {len(targets)} targets, {args.seconds} s each, engine {engine}")
     crashed = [t for t in targets if _run_target(t, args.seconds, engine, args.strict) != 0]
     verdict = f"{len(crashed)} crashed: {', '.join(crashed)}" if crashed else "no crash"
-    _say(f"fuzz: {len(targets)} targets run, {verdict}")
-    if not args.strict:
-        from fuzz.known_crashes import KNOWN  # noqa: PLC0415
+    from fuzz.known_crashes import KNOWN  # noqa: PLC0415
 
+    if args.strict and KNOWN:
+        # A crash found earlier is a No-Go until fixed, whether or not this run met it again.
+        _say(f"fuzz: {len(targets)} targets run, {verdict}; {len(KNOWN)} known crashes still open")
+        return 1
+    _say(f"fuzz: {len(targets)} targets run, {verdict}")
+    if KNOWN:
         _say(f"fuzz: {len(KNOWN)} known open crashes tolerated (fuzz/known_crashes.py)")
     return 1 if crashed else 0
 

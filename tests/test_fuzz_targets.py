@@ -97,7 +97,7 @@ def test_a_crashing_target_fails_the_run(tmp_path: pathlib.Path) -> None:
         source + "\n\ndef _boom(data: bytes) -> None:\n    raise RuntimeError('planted')\n\n"
         "TARGETS = {'egress_rule': _boom}\n"
     )
-    for name in ("__init__.py", "run.py"):
+    for name in ("__init__.py", "run.py", "known_crashes.py"):
         (planted / name).write_text((ROOT / "fuzz" / name).read_text(encoding="utf-8"))
     (planted / "corpus").symlink_to(ROOT / "fuzz" / "corpus")
     run = subprocess.run(
@@ -137,3 +137,18 @@ def test_every_known_crash_is_kept_open_by_a_strict_xfail_test() -> None:
         assert f"def {name}(" in source
         before = source[: source.index(f"def {name}(")].rsplit("\n\n\n", 1)[-1]
         assert "xfail(strict=True" in before, name
+
+
+@pytest.mark.req("REQ-SEC-023", "REQ-TEST-019")
+@pytest.mark.timeout(120)
+def test_the_strict_run_of_the_release_checks_fails_while_a_crash_is_open() -> None:
+    """REQ-SEC-023: a crash is a No-Go for the release until it is fixed, even in a run that
+    did not meet it again."""
+    assert known_crashes.KNOWN, "no open crash: this test has nothing to show"
+    run = subprocess.run(
+        [sys.executable, "-m", "fuzz.run", "--strict", "--seconds", "1", "--engine", "hypothesis",
+         "egress_rule"],
+        cwd=ROOT, capture_output=True, text=True, timeout=110, check=False,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"{len(known_crashes.KNOWN)} known crashes still open" in run.stdout

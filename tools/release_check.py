@@ -115,11 +115,11 @@ def reproducibility() -> int:
         sys.stdout.write(f"reproducibility: {name}: {'identical' if same else 'DIFFERENT'}\n")
     identical = first == second and len(first) == 2
     sys.stdout.write(
-        f"reproducibility: {'byte-identical' if identical else 'NOT reproducible'} "
-        f"(SOURCE_DATE_EPOCH={epoch}, {len(first)} files)\n"
+        "reproducibility: image: no image definition on this commit; nothing to build\n"
     )
     sys.stdout.write(
-        "reproducibility: image: no image definition on this commit; nothing to build\n"
+        f"reproducibility: {'byte-identical' if identical else 'NOT reproducible'} "
+        f"(SOURCE_DATE_EPOCH={epoch}, {len(first)} files)\n"
     )
     return 0 if identical else 1
 
