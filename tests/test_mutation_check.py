@@ -72,3 +72,19 @@ def test_the_committed_list_and_modules_are_well_formed() -> None:
                      "boundary/invisible.py", "boundary/instructions.py", "fetch/robots.py",
                      "http_policy.py", "mcp/http.py", "fetch/pipeline.py"):  # fmt: skip
         assert any(source.endswith(required) for source in sources), required
+
+
+@pytest.mark.req("REQ-TEST-019")
+def test_mutants_mutmut_did_not_run_fail_as_not_run(tmp_path: pathlib.Path) -> None:
+    """REQ-TEST-019: mutants no test was mapped to are neither kills nor survivors to list:
+    the module is reported NOT RUN and the run fails."""
+    results, listed = tmp_path / "results.txt", tmp_path / "exclusions.txt"
+    results.write_text(f"    {PLANTED}: not checked\n    {UNREACHED}: killed\n")
+    listed.write_text("")
+    command = [sys.executable, "-m", "mutation.run", "--check", str(results)]
+    run = subprocess.run(
+        [*command, "--exclusions", str(listed)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert run.returncode == 1
+    assert "NOT RUN: 1 of 2 mutants not checked" in run.stdout
