@@ -54,7 +54,7 @@ def _target(name: str, *, strict: bool) -> Callable[[bytes], None]:
     return TARGETS[name] if strict else tolerating(name, TARGETS[name])
 
 
-def _atheris_child(target: str, seconds: int, strict: bool) -> int:
+def _atheris_child(target: str, seconds: int, strict: bool, scratch: str) -> int:
     """Runs inside the child: libFuzzer owns the process and exits with its verdict."""
     import atheris  # type: ignore[import-untyped]  # noqa: PLC0415 - optional, no stubs
 
@@ -62,7 +62,6 @@ def _atheris_child(target: str, seconds: int, strict: bool) -> int:
         run = _target(target, strict=strict)
 
     CRASHES.mkdir(exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix=f"rypsok-fuzz-{target}-")
     argv = [
         sys.argv[0], scratch, str(CORPUS / target),
         f"-max_total_time={seconds}", f"-timeout={PER_INPUT_TIMEOUT_S}",
@@ -74,8 +73,11 @@ def _atheris_child(target: str, seconds: int, strict: bool) -> int:
     return 0
 
 
-def _hypothesis_child(target: str, seconds: int, strict: bool) -> int:
-    """The fallback: replay the corpus, then Hypothesis bytes until the budget is spent."""
+def _hypothesis_child(target: str, seconds: int, strict: bool, scratch: str) -> int:
+    """The fallback: replay the corpus, then Hypothesis bytes until the budget is spent.
+
+    `scratch` is unused: Hypothesis keeps no inputs (no example database).
+    """
     from hypothesis import HealthCheck, given, settings  # noqa: PLC0415
     from hypothesis import strategies as st  # noqa: PLC0415
 
@@ -107,10 +109,14 @@ def _run_target(target: str, seconds: int, engine: str, strict: bool) -> int:
     started = time.monotonic()
     # The child's budget plus start-up and the final stats; past that it hangs.
     limit = seconds + PER_INPUT_TIMEOUT_S + 120
+    # libFuzzer writes the inputs it finds there; the child cannot clean up (libFuzzer
+    # ends the process itself), so the parent owns the folder.
     try:
-        done = subprocess.run(
-            command, cwd=ROOT, timeout=limit, check=False, capture_output=True, text=True
-        )
+        with tempfile.TemporaryDirectory(prefix=f"rypsok-fuzz-{target}-") as scratch:
+            done = subprocess.run(
+                [*command, "--scratch", scratch],
+                cwd=ROOT, timeout=limit, check=False, capture_output=True, text=True,
+            )  # fmt: skip
     except subprocess.TimeoutExpired:
         _say(f"fuzz: {target}: CRASH (no verdict after {limit} s)")
         return 1
@@ -145,10 +151,11 @@ def main(argv: list[str] | None = None) -> int:
         "--strict", action="store_true", help="a known open crash is a crash (release checks)"
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--scratch", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         child = _atheris_child if args.engine == "atheris" else _hypothesis_child
-        return child(args.child, args.seconds, args.strict)
+        return child(args.child, args.seconds, args.strict, args.scratch or tempfile.mkdtemp())
     from fuzz.targets import TARGETS  # noqa: PLC0415 - the parent only lists them
 
     unknown = [t for t in args.targets if t not in TARGETS]
