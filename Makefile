@@ -7,10 +7,11 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 REQ_TRACE := ../shared/tools/req_trace.py
-LINT_PATHS := src tests tools $(wildcard bench)
+LINT_PATHS := src tests tools fuzz mutation $(wildcard bench)
+SECONDS ?= 30
 
 .PHONY: run test lint typecheck layers unit licenses audit bench lock docs clean \
-	dist dist-check book contract-snapshot image image-check
+	dist dist-check book contract-snapshot image image-check fuzz live mutation release-check
 
 # Every install step writes to stderr: `make run` is started by MCP hosts, whose
 # stdout must carry protocol messages only.
@@ -53,6 +54,31 @@ licenses: $(DEV_STAMP)
 
 audit: $(DEV_STAMP)
 	@$(BIN)/python tools/audit.py
+
+# Every fuzz target for SECONDS each (docs/assurance.md). atheris has wheels for a
+# few platforms only: where it does not install, the run says so and runs the
+# Hypothesis targets for the same time instead; it never passes silently.
+fuzz: $(DEV_STAMP)
+	@$(BIN)/pip install -q --disable-pip-version-check -r requirements/fuzz.lock 1>&2 \
+		|| echo "fuzz: atheris (requirements/fuzz.lock) could not be installed on this platform" 1>&2
+	$(BIN)/python -m fuzz.run --seconds $(SECONDS)
+
+# mutmut over the security modules (mutation/run.py); fails on a surviving mutant
+# that mutation/exclusions.txt does not list with a reason. MODULES=... picks some.
+mutation: $(DEV_STAMP)
+	$(BIN)/python -m mutation.run $(foreach m,$(MODULES),--module $(m))
+
+# One query to each enabled engine, within its terms (docs/assurance.md). Reaches
+# the real providers: never part of `test`. Exit 3 where nothing is reachable.
+live: $(RUN_STAMP)
+	$(BIN)/python tools/live.py $(ARGS)
+
+# Every release job in parallel, one verdict line each (tools/release_check.py).
+# Fails when any job fails or reports SKIPPED: offline, live and audit fail.
+release-check: $(DEV_STAMP)
+	@$(BIN)/pip install -q --disable-pip-version-check -r requirements/fuzz.lock 1>&2 \
+		|| echo "release-check: atheris could not be installed; the fuzz job runs Hypothesis" 1>&2
+	$(BIN)/python tools/release_check.py --fuzz-seconds $(SECONDS)
 
 bench: $(DEV_STAMP)
 	$(BIN)/python -m bench

@@ -166,7 +166,10 @@ async def test_a_retry_after_seen_by_one_instance_holds_back_the_other(
     wikidata = Route.fixture("wikidata", OK_FIXTURES["wikidata"])
     routes = {WIKIPEDIA: [limited, wikipedia], ENGINE_PATHS["wikidata"]: [wikidata]}
     async with ProviderServer(routes) as server:
-        instances = [Services(redis_config(server.base_url, redis_server)) for _ in range(2)]
+        # The longest Redis deadline: on a loaded machine a first script load can pass
+        # 500 ms, and a fallback to local spacing would hide what this test shows.
+        config = redis_config(server.base_url, redis_server, operation_ms=1_000)
+        instances = [Services(config) for _ in range(2)]
         outcomes = []
         for services in instances:
             async with Client(build_server(services)) as client:

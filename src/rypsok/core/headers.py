@@ -31,7 +31,7 @@ def _http_date(value: str) -> float | None:
         return None
     try:
         moment = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):  # a date no calendar holds
         return None
     if moment.tzinfo is None:
         return None

@@ -181,7 +181,10 @@ def _date(value: object) -> str | None:
         return None
     try:
         return date(year, month, day).isoformat()
-    except ValueError:
+    except (
+        ValueError,
+        OverflowError,
+    ):  # out of range, or a year beyond a C long (found by fuzzing)
         return None
 
 

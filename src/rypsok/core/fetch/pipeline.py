@@ -165,18 +165,17 @@ class FetchPipeline:
         if self.returned_urls is not None:
             self.returned_urls.remember(urls)
 
+    def _check_strict_unjudged(self, url: str) -> None:
+        """Strict mode for a URL egress refused: no allow rule admitted its host either."""
+        if self.returned_urls is not None and not self.returned_urls.contains(url):
+            raise _strict_refusal()
+
     def _check_strict(self, url: str, checked: CheckedUrl) -> None:
         if self.returned_urls is None or self.returned_urls.contains(url):
             return
         if self._rules.allows(checked.host, None):
             return
-        raise ToolError(
-            ErrorKind.DENIED,
-            "Strict mode: only URLs that web_search returned, or the operator allows, are "
-            "fetched; pick a URL from a search result.",
-            reason=DeniedReason.STRICT_MODE,
-            parameter="url",
-        )
+        raise _strict_refusal()
 
     # -- policy ---------------------------------------------------------------------------
 
@@ -314,7 +313,13 @@ class FetchPipeline:
         self, request: FetchRequest, deadline: float, notices: list[Notice]
     ) -> _Page:
         target, upgraded = self._scheme_policy(request.url, notices)
-        current = self._checked(target)
+        try:
+            current = self._checked(target)
+        except ToolError:
+            # Strict mode is judged first (the order above): a URL web_search never
+            # returned is refused as such, whatever the egress policy says of it.
+            self._check_strict_unjudged(request.url)
+            raise
         self._check_strict(request.url, current)
         for _ in range(self._config.redirects + 1):
             await self._check_robots(current, upgraded)
@@ -641,4 +646,14 @@ def _deadline() -> ToolError:
         "The fetch hit its time limit; retry later.",
         reason=UnavailableReason.DEADLINE,
         retryable=True,
+    )
+
+
+def _strict_refusal() -> ToolError:
+    return ToolError(
+        ErrorKind.DENIED,
+        "Strict mode: only URLs that web_search returned, or the operator allows, are "
+        "fetched; pick a URL from a search result.",
+        reason=DeniedReason.STRICT_MODE,
+        parameter="url",
     )

@@ -1,0 +1,223 @@
+"""Mutation testing of the security modules against a committed exclusion list (REQ-TEST-019).
+
+    python -m mutation.run [--module NAME ...] [--max-children N]
+    python -m mutation.run --check RESULTS     # judge a saved `mutmut results --all` output
+
+For each module of MODULES, mutmut mutates it in a scratch copy of the tree
+(this tree's pyproject.toml is never touched) and runs the tests that guard
+it. Every mutant that survives (or that no test reaches) must be listed in
+mutation/exclusions.txt as `mutant-name  # reason`; the run fails on any
+other survivor, and prints the score per module: killed / (mutants - excluded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import fnmatch
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+EXCLUSIONS = ROOT / "mutation" / "exclusions.txt"
+RESULTS = ROOT / "mutation" / "results"
+
+
+@dataclasses.dataclass(frozen=True)
+class Module:
+    source: str  # path of the module under src/
+    tests: tuple[str, ...]  # the tests that guard it
+    only: tuple[str, ...] = ()  # mutant-name globs, when only some functions are controls
+
+
+MODULES: dict[str, Module] = {
+    "egress.ranges": Module(
+        "src/rypsok/core/egress/ranges.py",
+        (
+            "tests/core/egress/test_ranges.py",
+            "tests/core/egress/test_ranges_mutants.py",
+            "tests/core/egress/test_policy.py",
+        ),
+    ),
+    "egress.policy": Module(
+        "src/rypsok/core/egress/policy.py",
+        ("tests/core/egress/test_policy.py", "tests/core/egress/test_policy_properties.py"),
+    ),
+    "privacy": Module("src/rypsok/core/privacy.py", ("tests/core/test_privacy.py",)),
+    "boundary.text": Module("src/rypsok/core/boundary/text.py", ("tests/core/boundary",)),
+    "boundary.invisible": Module("src/rypsok/core/boundary/invisible.py", ("tests/core/boundary",)),
+    "boundary.instructions": Module(
+        "src/rypsok/core/boundary/instructions.py", ("tests/core/boundary",)
+    ),
+    "fetch.robots": Module("src/rypsok/core/fetch/robots.py", ("tests/core/fetch/test_robots.py",)),
+    "http.plan": Module("src/rypsok/mcp/http/plan.py", ("tests/mcp/test_http.py",)),
+    "mcp.http.keys": Module(
+        "src/rypsok/mcp/http/auth.py",
+        ("tests/mcp/test_http.py",),
+        only=("*KeyVerifier*", "*_bearer*"),
+    ),
+    "mcp.http.oauth": Module("src/rypsok/mcp/http/oauth.py", ("tests/mcp/test_http_oauth.py",)),
+    "fetch.returned": Module(
+        "src/rypsok/core/fetch/returned.py", ("tests/core/fetch/test_strict_mode_mutants.py",)
+    ),
+    "fetch.strict_mode": Module(
+        "src/rypsok/core/fetch/pipeline.py",
+        ("tests/core/fetch/test_pipeline.py", "tests/core/fetch/test_strict_mode_mutants.py"),
+        only=("*remember_returned*", "*_check_strict*"),
+    ),
+}
+
+_RESULT_LINE = re.compile(r"^\s*(\S+): (.+)$")
+_KILLED = frozenset({"killed", "timeout"})  # a mutant that hangs the tests is caught too
+_NOT_CHECKED = "not checked"
+
+
+def load_exclusions(path: pathlib.Path = EXCLUSIONS) -> tuple[dict[str, str], list[str]]:
+    """Mutant name -> reason, and the lines that lack a reason."""
+    excluded: dict[str, str] = {}
+    problems: list[str] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        name, _, reason = line.partition("#")
+        if not reason.strip():
+            problems.append(f"{path.name}:{number}: '{name.strip()}' has no reason")
+        excluded[name.strip()] = reason.strip()
+    return excluded, problems
+
+
+def parse_results(text: str) -> dict[str, str]:
+    """`mutmut results --all=true` output: mutant name -> status."""
+    found = (_RESULT_LINE.match(line) for line in text.splitlines())
+    return {m.group(1): m.group(2).strip() for m in found if m}
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    total: int
+    killed: int
+    excluded: int
+    unlisted: tuple[str, ...]  # survivors not in the exclusion list: the failures
+
+    @property
+    def score(self) -> float:
+        judged = self.total - self.excluded
+        return 100.0 if judged == 0 else 100.0 * self.killed / judged
+
+
+def judge(statuses: dict[str, str], excluded: dict[str, str]) -> Verdict:
+    survivors = [name for name, status in statuses.items() if status not in _KILLED]
+    unlisted = tuple(sorted(name for name in survivors if name not in excluded))
+    killed = sum(status in _KILLED for status in statuses.values())
+    listed = sum(name in excluded for name in survivors)
+    return Verdict(len(statuses), killed, listed, unlisted)
+
+
+def _report(label: str, statuses: dict[str, str], excluded: dict[str, str]) -> bool:
+    unrun = sorted(name for name, status in statuses.items() if status == _NOT_CHECKED)
+    if unrun:
+        # Not a survivor and not a kill: mutmut found no test that reaches these.
+        sys.stdout.write(
+            f"mutation: {label}: NOT RUN: {len(unrun)} of {len(statuses)} mutants not checked "
+            f"(mutmut mapped no test to them; log in mutation/results/{label}.log)\n"
+        )
+        return False
+    verdict = judge(statuses, excluded)
+    for name in verdict.unlisted:
+        sys.stdout.write(f"mutation: {label}: SURVIVED {name} ({statuses[name]}), not excluded\n")
+    sys.stdout.write(
+        f"mutation: {label}: {verdict.killed} killed of {verdict.total}, "
+        f"{verdict.excluded} excluded, score {verdict.score:.1f}%"
+        f"{'' if not verdict.unlisted else f', {len(verdict.unlisted)} unlisted survivors'}\n"
+    )
+    return not verdict.unlisted and verdict.total > 0
+
+
+def _scratch_tree(module: Module, into: pathlib.Path) -> None:
+    for part in ("src", "tests", "fuzz"):
+        shutil.copytree(ROOT / part, into / part, ignore=shutil.ignore_patterns("__pycache__"))
+    config = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    tests = ", ".join(f'"{t}"' for t in module.tests)
+    config += (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["src"]\n'
+        f'only_mutate = ["{module.source}"]\n'
+        f"pytest_add_cli_args_test_selection = [{tests}]\n"
+        # mutmut's trampolines leave an un-awaited coroutine in the HTTP tests' teardown;
+        # the gate's filterwarnings=error would make that end the whole run.
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", '
+        '"-W", "ignore::pytest.PytestUnraisableExceptionWarning"]\n'
+    )
+    (into / "pyproject.toml").write_text(config, encoding="utf-8")
+
+
+def run_module(label: str, module: Module, max_children: int) -> dict[str, str]:
+    with tempfile.TemporaryDirectory(prefix=f"rypsok-mutation-{label}-") as scratch:
+        tree = pathlib.Path(scratch)
+        _scratch_tree(module, tree)
+        mutmut = [sys.executable, "-m", "mutmut"]
+        # mutmut takes mutant-name globs: only the control functions are mutated.
+        command = [*mutmut, "run", f"--max-children={max_children}", *module.only]
+        run = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False)  # noqa: S603
+        listing = subprocess.run(  # noqa: S603
+            [*mutmut, "results", "--all=true"],
+            cwd=tree,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        statuses = parse_results(listing.stdout)
+        if module.only:  # the other functions were not mutated ("not checked")
+            statuses = {
+                name: status
+                for name, status in statuses.items()
+                if any(fnmatch.fnmatch(name, glob) for glob in module.only)
+            }
+        # The diff of each survivor, so a reviewer can judge it without rerunning.
+        diffs = [
+            subprocess.run(  # noqa: S603
+                [*mutmut, "show", name], cwd=tree, capture_output=True, text=True, check=False
+            ).stdout
+            for name, status in statuses.items()
+            if status not in _KILLED and status != _NOT_CHECKED
+        ]
+    if not statuses:
+        sys.stderr.write(run.stdout[-3000:] + run.stderr[-3000:])
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{label}.txt").write_text(listing.stdout, encoding="utf-8")
+    (RESULTS / f"{label}.survivors.diff").write_text("\n".join(diffs), encoding="utf-8")
+    (RESULTS / f"{label}.log").write_text(run.stdout + run.stderr, encoding="utf-8")
+    return statuses
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--module", action="append", choices=sorted(MODULES))
+    parser.add_argument("--max-children", type=int, default=2)
+    parser.add_argument("--check", type=pathlib.Path, help="judge a saved results file")
+    parser.add_argument("--exclusions", type=pathlib.Path, default=EXCLUSIONS)
+    args = parser.parse_args(argv)
+    excluded, problems = load_exclusions(args.exclusions)
+    for problem in problems:
+        sys.stdout.write(f"mutation: {problem}\n")
+    if args.check:
+        statuses = parse_results(args.check.read_text(encoding="utf-8"))
+        passed = _report(args.check.name, statuses, excluded)
+        return 0 if passed and not problems else 1
+    passed = True
+    for label in args.module or list(MODULES):
+        statuses = run_module(label, MODULES[label], args.max_children)
+        if not statuses:
+            sys.stdout.write(f"mutation: {label}: NO RESULT (mutmut did not run; see stderr)\n")
+            passed = False
+            continue
+        passed = _report(label, statuses, excluded) and passed
+    return 0 if passed and not problems else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
