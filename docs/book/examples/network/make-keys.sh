@@ -8,3 +8,4 @@ sudo chown -R rypsok: /etc/rypsok/keys       # the user the service runs as
 sudo chmod -R u=rX,go= /etc/rypsok/keys   # the folder 0500, each key 0400
 # Prometheus reads its own copy of its key
 sudo install -m 0400 -o prometheus /etc/rypsok/keys/prometheus /etc/prometheus/rypsok.key
+sudo -u rypsok "$(command -v rypsok)" check --config /etc/rypsok/rypsok.toml   # as the service user
