@@ -9,23 +9,31 @@ output schema. The first tutorial runs end to end in tests/test_release.py.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import pathlib
 import re
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+import time
 import tomllib
 from types import ModuleType
 from typing import Any
 
 import jsonschema
 import pytest
+import redis
+import yaml
 
 from rypsok import __version__
 from rypsok.core import contract
 from rypsok.core.config import parse_config
 from rypsok.core.engines.registry import known_ids
+from tests.cache.redis_support import RedisServer
 from tests.support import child_env
 from tests.test_docs import with_secret_files
 
@@ -106,13 +114,120 @@ def test_each_example_configuration_passes_check(
     parse_config(tomllib.loads(text), known_ids())
     config = tmp_path / "rypsok.toml"
     config.write_text(with_secret_files(text, tmp_path / "secrets"), encoding="utf-8")
-    secrets = {name: f"example-{name}-value" for name in re.findall(r'env = "(\w+)"', text)}
-    run = subprocess.run(
+    run = _check(config, _env_secrets(text))
+    assert run.returncode == 0, run.stderr[-800:]
+    assert run.stdout.startswith("configuration OK\n")
+
+
+def _env_secrets(text: str) -> dict[str, str]:
+    """A value for every `{ env = "NAME" }` of an example; a Redis URL is a redis:// URL."""
+    names = re.findall(r'env = "(\w+)"', text)
+    return {
+        name: "redis://127.0.0.1:6379/0" if name.endswith("REDIS_URL") else f"example-{name}-value"
+        for name in names
+    }
+
+
+def _check(config: pathlib.Path, secrets: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-m", "rypsok", "check", "--config", str(config)],
         capture_output=True, text=True, timeout=60, check=False, env=child_env(**secrets),
     )  # fmt: skip
+
+
+def _check_example(
+    name: str, tmp_path: pathlib.Path, edit: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """`rypsok check` of one example configuration, its secrets in place, `edit` cut out."""
+    text = (EXAMPLES / "configs" / name).read_text(encoding="utf-8")
+    if edit:
+        assert edit in text
+        text = text.replace(edit, "")
+    tmp_path.mkdir()
+    config = tmp_path / "rypsok.toml"
+    config.write_text(with_secret_files(text, tmp_path / "secrets"), encoding="utf-8")
+    return _check(config, _env_secrets(text))
+
+
+SWITCH = 'enabled = true          # "I accept that these engines read human-facing pages"\n'
+
+
+@pytest.mark.req("REQ-DOC-002", "REQ-ENG-013")
+def test_tutorial_3_engines_are_active_as_it_says_and_scraping_needs_its_switch(
+    tmp_path: pathlib.Path,
+) -> None:
+    """REQ-DOC-002: more-engines.toml turns on crates, openalex, kagi and pubmed; without
+    the operator contact crates is inactive_no_contact; scraping.toml enables duckduckgo,
+    and without `[scraping] enabled = true` check exits 1 naming the engine."""
+    run = _check_example("more-engines.toml", tmp_path / "more")
     assert run.returncode == 0, run.stderr[-800:]
-    assert run.stdout.startswith("configuration OK\n")
+    for engine in ("crates", "openalex", "kagi", "pubmed"):
+        assert f"engine {engine}: active" in run.stdout, engine
+    contact = 'contact = "mailto:search-admin@example.org"'
+    run = _check_example("more-engines.toml", tmp_path / "no-contact", edit=contact)
+    assert run.returncode == 0, run.stderr[-800:]
+    assert "engine crates: inactive_no_contact" in run.stdout
+    run = _check_example("scraping.toml", tmp_path / "scraping")
+    assert run.returncode == 0, run.stderr[-800:]
+    assert "engine duckduckgo: active" in run.stdout
+    run = _check_example("scraping.toml", tmp_path / "no-switch", edit=SWITCH)
+    assert run.returncode == 1
+    assert "duckduckgo" in run.stderr and "configuration_refused" in run.stderr
+
+
+@pytest.mark.req("REQ-DOC-002")
+def test_tutorial_4_keys_show_the_scopes_and_the_oauth_issuer_it_names(
+    tmp_path: pathlib.Path,
+) -> None:
+    """REQ-DOC-002: check prints each caller's scopes and the OAuth issuer as the page says."""
+    run = _check_example("network-scopes.toml", tmp_path / "scopes")
+    assert run.returncode == 0, run.stderr[-800:]
+    assert "caller kitchen-assistant: search, fetch\n" in run.stdout
+    assert "caller operator: search, fetch, status\n" in run.stdout
+    assert "caller prometheus: metrics\n" in run.stdout
+    run = _check_example("network-oauth.toml", tmp_path / "oauth")
+    assert run.returncode == 0, run.stderr[-800:]
+    assert "oauth: tokens of https://auth.example.org/realms/home for " in run.stdout
+    assert "/.well-known/oauth-protected-resource/mcp" in run.stdout
+
+
+@pytest.mark.req("REQ-DOC-002", "REQ-CFG-004")
+def test_tutorial_5_redis_configurations_need_their_secrets(tmp_path: pathlib.Path) -> None:
+    """REQ-DOC-002, REQ-CFG-004: the cluster examples pass check only with a redis URL by
+    reference (never printed when refused), as tutorial 5 says; the two instances differ
+    only by their port."""
+    a = (EXAMPLES / "configs" / "cluster-a.toml").read_text(encoding="utf-8")
+    b = (EXAMPLES / "configs" / "cluster-b.toml").read_text(encoding="utf-8")
+    instance_a, instance_b = tomllib.loads(a), tomllib.loads(b)
+    assert (instance_a["http"].pop("port"), instance_b["http"].pop("port")) == (8751, 8752)
+    assert instance_a == instance_b
+    config = tmp_path / "rypsok.toml"
+    config.write_text(with_secret_files(a, tmp_path / "secrets"), encoding="utf-8")
+    run = _check(config, {"RYPSOK_REDIS_URL": "http://127.0.0.1:6379/0"})
+    assert run.returncode == 1 and "cache.redis_url" in run.stderr
+    assert "127.0.0.1:6379" not in run.stderr  # the URL is a secret: never printed
+    run = _check(config, {})
+    assert run.returncode == 1 and "cache.redis_url" in run.stderr
+    assert _check(config, _env_secrets(a)).returncode == 0
+
+
+@pytest.mark.req("REQ-DOC-002")
+def test_the_prometheus_scrape_job_reads_the_metrics_path_with_a_metrics_key() -> None:
+    """REQ-DOC-002: prometheus.yml is YAML with a bearer credentials file, the configured
+    metrics path and the loopback target of the tutorial's key configuration."""
+    document = yaml.safe_load((EXAMPLES / "network" / "prometheus.yml").read_text("utf-8"))
+    (job,) = document["scrape_configs"]
+    assert set(job) <= {
+        "job_name", "scrape_interval", "metrics_path", "scheme", "authorization", "static_configs",
+    }  # fmt: skip
+    assert job["metrics_path"] == parse_config({"schema_version": 1}, known_ids()).http.metrics_path
+    assert job["authorization"]["type"] == "Bearer"
+    assert job["authorization"]["credentials_file"].startswith("/")
+    assert job["static_configs"] == [{"targets": ["127.0.0.1:8750"]}]
+    keys = tomllib.loads((EXAMPLES / "configs" / "network-scopes.toml").read_text("utf-8"))
+    assert {"caller": "prometheus"}.items() <= next(
+        k for k in keys["http"]["keys"] if k.get("scopes") == ["metrics"]
+    ).items()
 
 
 @pytest.mark.req("REQ-DOC-002", "REQ-CFG-004")
@@ -213,3 +328,65 @@ def test_file_names_of_the_release_in_the_book_carry_the_current_version() -> No
     texts = [p.read_text(encoding="utf-8") for p in [*_pages(), *EXAMPLES.rglob("*.*")]]
     named = {v for text in texts for v in re.findall(r"rypsok[ -](\d+\.\d+\.\d+)", text)}
     assert named == {__version__}, named
+
+
+@pytest.mark.req("REQ-DOC-002")
+@pytest.mark.parametrize("script", sorted(EXAMPLES.rglob("*.sh")), ids=lambda p: p.name)
+def test_each_shell_example_is_valid_bash(script: pathlib.Path) -> None:
+    """REQ-DOC-002: every command file the book shows parses as bash (`bash -n`)."""
+    run = subprocess.run(
+        ["bash", "-n", str(script)],  # noqa: S607
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.req("REQ-DOC-002")
+def test_tutorial_5_redis_configuration_starts_redis_without_persistence_or_tcp() -> None:
+    """REQ-DOC-002: rypsok-redis.conf, its paths moved to a temporary folder, starts the real
+    redis-server with no TCP port and nothing saved to disk, and the unix:// URL of
+    make-secrets.sh (with `?db=0`) reaches it."""
+    conf = (EXAMPLES / "cluster" / "rypsok-redis.conf").read_text(encoding="utf-8")
+    url = re.search(r"RYPSOK_REDIS_URL=(unix://\S+)'", _example("cluster/make-secrets.sh"))
+    assert url is not None
+    directory = pathlib.Path(tempfile.mkdtemp(prefix="rb"))  # short: socket paths are bounded
+    server = RedisServer(directory)
+    try:
+        moved = conf.replace("/run/redis/redis-server.sock", str(server.socket))
+        moved = moved.replace("/var/lib/redis", str(directory))
+        moved = moved.replace("supervised systemd", "")  # no systemd in the test
+        assert url.group(1).startswith("unix:///run/redis/redis-server.sock")
+        (directory / "redis.conf").write_text(moved, encoding="utf-8")
+        _start_redis(server, directory / "redis.conf")
+        assert server.command("CONFIG", "GET", "save") == {b"save": b""}
+        assert server.command("CONFIG", "GET", "appendonly") == {b"appendonly": b"no"}
+        assert server.command("CONFIG", "GET", "port") == {b"port": b"0"}
+        shown = url.group(1).replace("/run/redis/redis-server.sock", str(server.socket))
+        with redis.Redis.from_url(shown) as client:
+            assert client.ping() is True
+    finally:
+        server.kill()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _example(name: str) -> str:
+    return (EXAMPLES / name).read_text(encoding="utf-8")
+
+
+def _start_redis(server: RedisServer, conf: pathlib.Path) -> None:
+    """redis-server with the book's configuration file, ready when its socket answers PING."""
+    binary = shutil.which("redis-server")
+    assert binary is not None, "redis-server is missing: apt-get install redis-server"
+    server.process = subprocess.Popen(
+        [binary, str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        assert server.process.poll() is None, "redis-server refused the book's configuration"
+        with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as probe:
+            probe.connect(str(server.socket))
+            probe.sendall(b"PING\r\n")
+            if probe.recv(16).startswith(b"+PONG"):
+                return
+        time.sleep(0.02)
+    pytest.fail("redis-server did not answer within 10 s")
