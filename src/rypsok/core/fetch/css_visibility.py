@@ -120,6 +120,11 @@ from rypsok.core.fetch.parse import Element
 
 __all__ = ["HiddenStats", "drop_hidden"]
 
+# Process-wide caches of pure functions of CSS text (see "Caches" above).
+_CACHED_SHEETS: Final = 32  # whole sheets: at most 32 x LIM-V1 of text kept
+_CACHED_RULES: Final = 16_384  # rule blocks, selector groups, style attributes
+_CACHED_BLOCK_TEXT: Final = 4_096  # longer texts are rare and not kept
+
 
 @dataclass(frozen=True, slots=True)
 class HiddenStats:
@@ -409,6 +414,18 @@ _HARD_BLOCK_MARKS: Final = ('"', "'", "\\", "/*", "{", "}")
 
 
 def _parse_block(content: str) -> tuple[_Declared, ...]:
+    """The declarations of interest in a block (see `_uncached_block`); may raise."""
+    if len(content) <= _CACHED_BLOCK_TEXT:
+        return _cached_block(content)
+    return _uncached_block(content)
+
+
+@functools.lru_cache(maxsize=_CACHED_RULES)
+def _cached_block(content: str) -> tuple[_Declared, ...]:
+    return _uncached_block(content)
+
+
+def _uncached_block(content: str) -> tuple[_Declared, ...]:
     """The declarations of interest in a block or style attribute, normalised.
 
     A block without strings, escapes, comments or nested blocks is cut at its
@@ -534,6 +551,8 @@ class _Chunk:
     text: str
     brace: int  # where the block opens
     order: int
+    may_hide: bool = True  # `could_hide` of its text (read once per sheet)
+    spelled: frozenset[str] = frozenset()  # the `_SPELLINGS` its block holds
     parsed: bool = False
     _sketch: tuple[_Part, ...] | None = None
 
@@ -580,6 +599,17 @@ _NAME_MARKS: Final = str.maketrans({".": " .", "#": " #", ":": " :", "*": " "})
 
 
 def _sketch(selectors: str) -> tuple[_Part, ...]:
+    if len(selectors) <= _CACHED_BLOCK_TEXT:
+        return _cached_sketch(selectors)
+    return _uncached_sketch(selectors)
+
+
+@functools.lru_cache(maxsize=_CACHED_RULES)
+def _cached_sketch(selectors: str) -> tuple[_Part, ...]:
+    return _uncached_sketch(selectors)
+
+
+def _uncached_sketch(selectors: str) -> tuple[_Part, ...]:
     if not any(mark in selectors for mark in _HARD_SELECTOR_MARKS):
         return _simple_sketch(selectors)
     return _full_sketch(selectors)
@@ -760,9 +790,63 @@ def _at_rule_name(head: str) -> tuple[str, str]:
     return head[1:end].lower(), head[end:]
 
 
-def _split_rules(css: str, first_order: int) -> list[_Chunk]:
-    """The qualified rules of a sheet whose enclosing at-rules apply, in order."""
+def _split_rules(css: str, first_order: int, external: bool = False) -> list[_Chunk]:
+    """The qualified rules of a sheet whose enclosing at-rules apply, in order.
+
+    The chunks are fresh (they carry page state); what is read from their text
+    alone comes from the sheet's `_SheetRules`, remembered per sheet text.
+    """
+    sheet = _cached_split(css)
+    hiding = sheet.hiding(external)
+    spelled = sheet.spelled()
+    return [
+        _Chunk(text, brace, first_order + index, may_hide=hiding[index], spelled=spelled[index])
+        for index, (text, brace) in enumerate(sheet.rules)
+    ]
+
+
+class _SheetRules:
+    """A sheet's rules and the pre-checks read from their text, computed once per sheet.
+
+    A site serves the same sheets on every page, so a process that fetches
+    several of its pages reads each rule once: whether its text could hide
+    (`could_hide`, per value of `external`) and which property spellings of
+    `_SPELLINGS` its block holds (the second pass's pre-check).
+    """
+
+    __slots__ = ("_hiding", "_spelled", "rules")
+
+    def __init__(self, css: str) -> None:
+        self.rules: Final = tuple((chunk.text, chunk.brace) for chunk in _uncached_split(css))
+        self._hiding: dict[bool, tuple[bool, ...]] = {}
+        self._spelled: tuple[frozenset[str], ...] | None = None
+
+    def hiding(self, external: bool) -> tuple[bool, ...]:
+        known = self._hiding.get(external)
+        if known is None:
+            known = tuple(could_hide(text, external=external) for text, _ in self.rules)
+            self._hiding[external] = known  # two threads may both compute it: same value
+        return known
+
+    def spelled(self) -> tuple[frozenset[str], ...]:
+        if self._spelled is None:
+            self._spelled = tuple(_spellings_in(text[brace:]) for text, brace in self.rules)
+        return self._spelled
+
+
+def _spellings_in(block: str) -> frozenset[str]:
+    lowered = block.lower()
+    return frozenset(spelling for spelling in _ALL_SPELLINGS if spelling in lowered)
+
+
+@functools.lru_cache(maxsize=_CACHED_SHEETS)
+def _cached_split(css: str) -> _SheetRules:
+    return _SheetRules(css)
+
+
+def _uncached_split(css: str) -> list[_Chunk]:
     scanner = _Scanner(css)
+    first_order = 0
     chunks: list[_Chunk] = []
     applies: list[bool] = [True]  # one entry per open at-rule block
     start = cursor = 0
@@ -1008,6 +1092,18 @@ _VALUE_ENDS: Final = (";", "}", "!")
 
 
 def could_hide(css: str, *, external: bool, inline: bool = False) -> bool:
+    """Whether a rule's or a style attribute's text could hide (see `_could_hide`)."""
+    if len(css) <= _CACHED_BLOCK_TEXT:
+        return _cached_could_hide(css, external, inline)
+    return _could_hide(css, external, inline)
+
+
+@functools.lru_cache(maxsize=_CACHED_RULES)
+def _cached_could_hide(css: str, external: bool, inline: bool) -> bool:
+    return _could_hide(css, external, inline)
+
+
+def _could_hide(css: str, external: bool, inline: bool) -> bool:
     """Whether a rule's or a style attribute's text could hide (a pre-check before parsing).
 
     An over-approximation: text that fails it has no declaration that hides.
@@ -1202,6 +1298,19 @@ def _required_names(tree: Tree) -> tuple[set[str], set[str]]:
 
 
 def _compile_selectors(text: str) -> tuple[_Selector, ...]:
+    if len(text) <= _CACHED_BLOCK_TEXT:
+        return _cached_selectors(text)
+    return _uncached_selectors(text)
+
+
+@functools.lru_cache(maxsize=_CACHED_RULES)
+def _cached_selectors(text: str) -> tuple[_Selector, ...]:
+    """Compiled once per process: cssselect's parse and translation are pure Python and
+    cost more than matching; a `_Selector` keeps its compiled XPath and no page state."""
+    return _uncached_selectors(text)
+
+
+def _uncached_selectors(text: str) -> tuple[_Selector, ...]:
     try:
         parsed = parse_selectors(text)
     except (SelectorError, ValueError, TypeError, IndexError, AttributeError, RecursionError):
@@ -1376,6 +1485,7 @@ _SPELLINGS: Final = {
     "overflow-x": ("overflow",),
     "overflow-y": ("overflow",),
 }
+_ALL_SPELLINGS: Final = frozenset(s for forms in _SPELLINGS.values() for s in forms)
 
 _Specificity: TypeAlias = tuple[int, int, int]
 _Entry: TypeAlias = tuple[_Rule, _Specificity]
@@ -1472,9 +1582,9 @@ class _Engine:
             if not self.budget.take("sheet_bytes", len(encoded)):
                 # LIM-V1: read the part that fits; a rule cut in two is dropped.
                 part = encoded[:left].decode("utf-8", "ignore")
-                self.chunks.extend(_split_rules(part, len(self.chunks))[:-1])
+                self.chunks.extend(_split_rules(part, len(self.chunks), self.external)[:-1])
                 return
-            self.chunks.extend(_split_rules(css, len(self.chunks)))
+            self.chunks.extend(_split_rules(css, len(self.chunks), self.external))
 
     def _find_attribute_candidates(self) -> None:
         for element in _CANDIDATE_ATTRIBUTES(self.root):
@@ -1512,7 +1622,7 @@ class _Engine:
         hiding: list[_Rule] = []
         others: list[_Rule] = []
         for chunk in self.chunks:
-            if not could_hide(chunk.text, external=self.external) or not self._may_apply(chunk):
+            if not chunk.may_hide or not self._may_apply(chunk):
                 continue
             if not self.budget.take("rules", 1):  # LIM-V3
                 break
@@ -1904,8 +2014,7 @@ def _names_none_of(chunk: _Chunk, keys: _Keys) -> bool:
 
 def _spells_any(chunk: _Chunk, spellings: set[str]) -> bool:
     """Whether the rule's block names one of the properties in play."""
-    block = chunk.text[chunk.brace :].lower()
-    return any(spelling in block for spelling in spellings)
+    return not chunk.spelled.isdisjoint(spellings)
 
 
 def _hides_subtree(values: dict[str, Value]) -> bool:
