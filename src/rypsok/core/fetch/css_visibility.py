@@ -116,7 +116,7 @@ from cssselect.xpath import ExpressionError
 from lxml import etree  # type: ignore[import-untyped]
 
 from rypsok.core import limits
-from rypsok.core.fetch.parse import Element
+from rypsok.core.fetch.parse import CANCEL_CHECK_INTERVAL, Element, check_cancelled
 
 __all__ = ["HiddenStats", "drop_hidden"]
 
@@ -141,7 +141,8 @@ def drop_hidden(root: Element) -> HiddenStats:
     Mutates the tree: hidden elements are removed (their `.tail` text, which
     belongs to the parent, is kept), text hidden by an inherited property is
     cleared, and `<style>`/`<template>` elements are removed. Never raises on
-    malformed CSS.
+    malformed CSS; raises `parse.ParseCancelled` when the extraction's cancel
+    flag is set (checked per rule matched and per 1,024 rules or candidates).
     """
     engine = _Engine(root)
     engine.run()
@@ -1621,7 +1622,9 @@ class _Engine:
         """Parse the rules whose text could hide; split them into hiding and the others."""
         hiding: list[_Rule] = []
         others: list[_Rule] = []
-        for chunk in self.chunks:
+        for index, chunk in enumerate(self.chunks):
+            if not index % CANCEL_CHECK_INTERVAL:
+                check_cancelled()
             if not chunk.may_hide or not self._may_apply(chunk):
                 continue
             if not self.budget.take("rules", 1):  # LIM-V3
@@ -1675,6 +1678,7 @@ class _Engine:
         With `interest` None the rule hides and every match becomes a
         candidate; otherwise only matches inside `interest` are recorded.
         """
+        check_cancelled()  # once per rule: an abandoned extraction stops here (REQ-PAGE-008)
         for selector in rule.selectors():
             for element in self._matches(selector, interest):
                 if interest is not None and element not in interest:
@@ -1778,7 +1782,9 @@ class _Engine:
             if any(d.prop in in_play for d in rule.declarations)
             and self._may_apply(rule.chunk, keys)
         ]
-        for chunk in self.chunks:
+        for index, chunk in enumerate(self.chunks):
+            if not index % CANCEL_CHECK_INTERVAL:
+                check_cancelled()
             if chunk.parsed or not _spells_any(chunk, spellings):
                 continue
             if _names_none_of(chunk, keys) or not self._may_apply(chunk, keys):
@@ -1838,7 +1844,9 @@ class _Engine:
         """Candidates removed whole, and the roots of text hidden by inheritance."""
         removed: dict[Element, None] = {}
         regions: dict[Element, _State] = {}
-        for element in self.candidates:
+        for index, element in enumerate(self.candidates):
+            if not index % CANCEL_CHECK_INTERVAL:
+                check_cancelled()
             if element.tag in _NEVER_HIDDEN or element in removed or element in regions:
                 continue
             if self._hidden_whole(element):
