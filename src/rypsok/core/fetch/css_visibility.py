@@ -1539,8 +1539,8 @@ class _Engine:
     interest_tags: tuple[set[Element], dict[str, list[Element]]] | None = None
     # Inherited state at an element and the root of the hidden text it lies in.
     states: dict[Element, tuple[_State, Element | None]] = field(default_factory=dict)
-    by_class: dict[str, list[Element]] | None = None  # elements carrying each class
-    by_id: dict[str, list[Element]] = field(default_factory=dict)
+    # The elements carrying each class and each id (built once, when first needed).
+    present: tuple[dict[str, list[Element]], dict[str, list[Element]]] | None = None
 
     def run(self) -> None:
         self.external = bool(_EXTERNAL_SHEET(self.root))
@@ -1639,9 +1639,9 @@ class _Engine:
     def _may_apply(self, chunk: _Chunk, keys: _Keys | None = None) -> bool:
         """Whether some selector of the rule could match (and, given `keys`, match one of
         the elements they name), judged from its text without parsing it."""
-        classes, ids = self._present()
+        classes, ids = self.present or self._present()
         for part in chunk.sketch():
-            if not (all(c in classes for c in part.classes) and all(i in ids for i in part.ids)):
+            if not (part.classes <= classes.keys() and part.ids <= ids.keys()):
                 continue
             if keys is None or "\\" in part.subject:
                 return True
@@ -1656,19 +1656,21 @@ class _Engine:
 
     def _present(self) -> tuple[dict[str, list[Element]], dict[str, list[Element]]]:
         """The elements carrying each class and each id of the document."""
-        by_class = self.by_class
-        if by_class is None:
-            by_class = self.by_class = {}
-            by_id = self.by_id
+        if self.present is None:
+            by_class: dict[str, list[Element]] = {}
+            by_id: dict[str, list[Element]] = {}
             for element in _NAMED(self.root):
-                classes = element.get("class")
-                if classes:
+                get = element.get
+                if classes := get("class"):
                     for name in classes.split():
-                        by_class.setdefault(name, []).append(element)
-                identifier = element.get("id")
-                if identifier:
+                        if (carriers := by_class.get(name)) is None:
+                            by_class[name] = [element]
+                        else:
+                            carriers.append(element)
+                if identifier := get("id"):
                     by_id.setdefault(identifier.strip(), []).append(element)
-        return by_class, self.by_id
+            self.present = (by_class, by_id)
+        return self.present
 
     # -- matching --------------------------------------------------------------------------
 
@@ -1696,10 +1698,8 @@ class _Engine:
         that carry it, one restricted to `interest` on those elements of it;
         any other is evaluated once over the whole tree.
         """
-        classes, ids = self._present()
-        if not all(c in classes for c in selector.classes):
-            return []
-        if not all(i in ids for i in selector.ids):
+        classes, ids = self.present or self._present()
+        if not (selector.classes <= classes.keys() and selector.ids <= ids.keys()):
             return []
         carriers: list[Element] | None = None
         if selector.key is not None:
