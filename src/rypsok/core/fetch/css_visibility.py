@@ -66,6 +66,18 @@ shows), a computed `font-size` of 0 (a descendant with an absolute size
 shows; `em` and `%` of zero stay zero), and text whose colour matches its
 background.
 
+aria-hidden. `aria-hidden="true"` hides an element from assistive
+technology, not from the eye, and pages use it for decoration and
+duplicates, so its subtree is removed, with one exception: the "visually
+hidden but accessible" pattern, where a visible rendering is aria-hidden
+and its copy for screen readers, an adjacent sibling, is clipped, zero-sized
+or off-screen (formula renderers, icon-and-label widgets). There the
+rendering is kept and the copy removed, so the text appears once and as the
+reader sees it. This lets no hidden text through: the rendering is kept only
+as far as a browser shows it (every other rule here still applies to it), and
+text a browser shows is read by the human too, so it is not hidden text in
+the injection sense; the clipped copy, which no one sees, is always removed.
+
 Colour. The element's own or inherited `color` is compared with the nearest
 ancestor-or-self `background`/`background-color` that is opaque; named,
 `#rgb`, `#rrggbb`(`aa`), `rgb()`, `rgba()`, `hsl()` colours are normalised by
@@ -1864,9 +1876,27 @@ class _Engine:
         return outermost, kept
 
     def _hidden_whole(self, element: Element) -> bool:
-        if element.get("hidden") is not None or _aria_hidden(element):
+        if element.get("hidden") is not None:
+            return True
+        if _aria_hidden(element) and not self._beside_its_accessible_copy(element):
             return True
         return _hides_subtree(self._cascade(element))
+
+    def _beside_its_accessible_copy(self, element: Element) -> bool:
+        """Whether the aria-hidden `element` is the visible rendering of a sibling that
+        is its copy for assistive technology, visually clipped (see "aria-hidden" above).
+
+        Only the two adjacent element siblings are looked at, so each element is
+        tested at most twice and the check stays linear in the document.
+        """
+        for sibling in (element.getprevious(), element.getnext()):
+            if sibling is None or not isinstance(sibling.tag, str):
+                continue
+            if sibling.get("hidden") is not None or _aria_hidden(sibling):
+                continue
+            if _visually_clipped(self._cascade(sibling)) and _holds_text(sibling):
+                return True
+        return False
 
     def _region_root(self, element: Element) -> tuple[Element | None, _State]:
         """The topmost ancestor-or-self whose own text inherited values hide, and its state.
@@ -2052,6 +2082,21 @@ def _hides_subtree(values: dict[str, Value]) -> bool:
             if isinstance(size, float) and size <= _ZERO_SIZE_PX:
                 return True
     return False
+
+
+def _visually_clipped(values: dict[str, Value]) -> bool:
+    """Hidden from the eye but not from a screen reader: clipped, zero-sized or
+    off-screen, not `display:none` or transparent (which hide it from both)."""
+    if values.get("display") == "none":
+        return False
+    opacity = values.get("opacity")
+    if isinstance(opacity, float) and opacity <= _INVISIBLE_ALPHA:
+        return False
+    return _hides_subtree(values)
+
+
+def _holds_text(element: Element) -> bool:
+    return any(not text.isspace() for text in element.itertext())
 
 
 def _far_negative(value: Value) -> bool:
