@@ -2043,11 +2043,21 @@ _WORD_SEPARATORS: Final = str.maketrans(dict.fromkeys(".#>+~,()=|^$!\"' \t\n\r\f
 def _names_none_of(chunk: _Chunk, keys: _Keys) -> bool:
     """True when no selector of the rule can have its subject among `keys`, judged by
     splitting the selector text into words (cheaper than the sketch, and looser)."""
-    selector = chunk.selector_text()
-    if any(mark in selector for mark in ("*", "[", ":", "\\")):
+    words = _selector_words(chunk.selector_text())
+    if words is None:
         return False  # a subject may have no name at all: leave it to the sketch
-    words = selector.translate(_WORD_SEPARATORS).split()
-    return keys.names.isdisjoint(words) and keys.tags.isdisjoint(word.lower() for word in words)
+    names, lowered = words
+    return keys.names.isdisjoint(names) and keys.tags.isdisjoint(lowered)
+
+
+@functools.lru_cache(maxsize=_CACHED_RULES)
+def _selector_words(selector: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The words of a selector group and their lower case; None when a subject may
+    have no name (`*`, an attribute, a pseudo-class, an escape)."""
+    if any(mark in selector for mark in ("*", "[", ":", "\\")):
+        return None
+    words = frozenset(selector.translate(_WORD_SEPARATORS).split())
+    return words, frozenset(word.lower() for word in words)
 
 
 def _spells_any(chunk: _Chunk, spellings: set[str]) -> bool:
