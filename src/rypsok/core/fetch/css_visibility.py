@@ -93,11 +93,12 @@ evaluated once over the whole tree, as XPath that starts from the subject.
 
 Caches. What is read from CSS text alone is a pure function of that text
 and is remembered per process in bounded LRU caches: a sheet's rules and
-their pre-checks (32 sheets), parsed blocks, selector sketches and words,
-compiled selectors with their XPath (16,384 texts each, texts longer than 4
-KiB not kept). A site serves the same sheets on every page, so its second
-page costs a fraction of its first; nothing that depends on the document is
-cached, and the LIM-V budgets are spent per page as if nothing were.
+their pre-checks (16 sheets), parsed blocks, selector sketches and words,
+compiled selectors with their XPath (8,192 texts each, texts longer than 1
+KiB not kept; at most about 80 MiB in all, a fixed base). A site serves
+the same sheets on every page, so its second page costs a fraction of its
+first; nothing that depends on the document is cached, and the LIM-V
+budgets are spent per page as if nothing were.
 `clear_caches` forgets everything (the benchmark's first-visit figure).
 
 Cancellation. The matching loops call `parse.check_cancelled` (per rule
@@ -145,9 +146,11 @@ from rypsok.core.fetch.parse import CANCEL_CHECK_INTERVAL, Element, check_cancel
 __all__ = ["HiddenStats", "clear_caches", "drop_hidden"]
 
 # Process-wide caches of pure functions of CSS text (see "Caches" above).
-_CACHED_SHEETS: Final = 32  # whole sheets: at most 32 x LIM-V1 of text kept
-_CACHED_RULES: Final = 16_384  # rule blocks, selector groups, style attributes
-_CACHED_BLOCK_TEXT: Final = 4_096  # longer texts are rare and not kept
+# Worst case kept: 16 sheets of LIM-V1 (1 MiB) with their rule texts, about 32 MiB, and
+# six caches of 8,192 texts of at most 1 KiB, about 48 MiB: a fixed base (REQ-PERF-003).
+_CACHED_SHEETS: Final = 16  # whole sheets
+_CACHED_RULES: Final = 8_192  # rule texts, blocks, selector groups, style attributes
+_CACHED_BLOCK_TEXT: Final = 1_024  # longer texts are rare and not kept
 
 
 @dataclass(frozen=True, slots=True)
