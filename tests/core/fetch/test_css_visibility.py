@@ -508,3 +508,75 @@ def test_arbitrary_trees_keep_exactly_their_visible_text(tree: tuple[str, str]) 
     body, expected = tree
     text, _ = _visible(_page(".gone{display:none} .kept{display:block}", f"<main>{body}</main>"))
     assert text == expected
+
+
+# -- aria-hidden beside its accessible copy ("visually hidden but accessible") ---------------
+
+_CLIPPED_COPY = (
+    ".copy{position:absolute!important;top:0;left:0;clip:rect(1px,1px,1px,1px);"
+    "height:1px!important;width:1px!important;overflow:hidden!important;display:block!important}"
+)
+_FORMULA = (
+    '<p>Energy is <span class="formula"><nobr aria-hidden="true"><span>E</span><span>=</span>'
+    "<span>m</span><span>c</span><sup>2</sup></nobr>"
+    '<span class="copy" role="presentation"><math><mi>E</mi><mo>=</mo><mi>m</mi>'
+    "<msup><mi>c</mi><mn>2</mn></msup></math></span></span> as known.</p>"
+)
+
+
+@pytest.mark.req("REQ-CTX-005", "REQ-SEC-003")
+def test_an_aria_hidden_rendering_beside_its_clipped_copy_is_kept_once() -> None:
+    """REQ-CTX-005, REQ-SEC-003: a formula renderer's visible, aria-hidden rendering stays
+    (a reader sees it) and its clipped copy for screen readers goes, so the text is kept once."""
+    text, stats = _visible(_page(_CLIPPED_COPY, _FORMULA))
+    assert text == "Energy is E = m c 2 as known."
+    assert stats.elements_removed == 1  # the clipped MathML copy
+
+
+@pytest.mark.req("REQ-CTX-005", "REQ-SEC-003")
+@pytest.mark.parametrize(
+    ("css", "body"),
+    [
+        pytest.param(  # aria-hidden alone: still removed
+            "", '<p>Shown.</p><div aria-hidden="true">SECRET</div>', id="alone"
+        ),
+        pytest.param(  # the sibling is not clipped: nothing to stand in for
+            "",
+            '<p>Shown.</p><span aria-hidden="true">SECRET</span><span>Shown too.</span>',
+            id="visible-sibling",
+        ),
+        pytest.param(  # display:none hides the sibling from screen readers too
+            ".copy{display:none}",
+            '<p>Shown.</p><span aria-hidden="true">SECRET</span><span class="copy">SECRET2</span>',
+            id="display-none-sibling",
+        ),
+        pytest.param(  # the clipped sibling holds no text: it is no copy
+            _CLIPPED_COPY,
+            '<p>Shown.</p><span aria-hidden="true">SECRET</span><span class="copy"> </span>',
+            id="empty-copy",
+        ),
+        pytest.param(  # the rendering itself is hidden by CSS: CSS still decides
+            _CLIPPED_COPY + ".r{opacity:0}",
+            '<p>Shown.</p><span aria-hidden="true" class="r">SECRET</span>'
+            '<span class="copy">SECRET2</span>',
+            id="rendering-hidden-by-css",
+        ),
+        pytest.param(  # the rendering is off-screen inline: removed with its copy
+            _CLIPPED_COPY,
+            '<p>Shown.</p><span aria-hidden="true" style="position:absolute;left:-9999px">'
+            'SECRET</span><span class="copy">SECRET2</span>',
+            id="rendering-off-screen",
+        ),
+        pytest.param(  # the copy is always removed, whatever sits beside it
+            _CLIPPED_COPY,
+            '<p>Shown.</p><span aria-hidden="true">x</span><span class="copy">SECRET2</span>',
+            id="copy-removed",
+        ),
+    ],
+)
+def test_the_accessible_copy_exception_lets_no_hidden_text_through(css: str, body: str) -> None:
+    """REQ-CTX-005: the exception keeps only an aria-hidden rendering a browser shows, next
+    to a clipped copy with text; every other aria-hidden or hidden text is still removed."""
+    text, _ = _visible(_page(css, body))
+    assert "SECRET" not in text
+    assert "Shown." in text

@@ -66,6 +66,18 @@ shows), a computed `font-size` of 0 (a descendant with an absolute size
 shows; `em` and `%` of zero stay zero), and text whose colour matches its
 background.
 
+aria-hidden. `aria-hidden="true"` hides an element from assistive
+technology, not from the eye, and pages use it for decoration and
+duplicates, so its subtree is removed, with one exception: the "visually
+hidden but accessible" pattern, where a visible rendering is aria-hidden
+and its copy for screen readers, an adjacent sibling, is clipped, zero-sized
+or off-screen (formula renderers, icon-and-label widgets). There the
+rendering is kept and the copy removed, so the text appears once and as the
+reader sees it. This lets no hidden text through: the rendering is kept only
+as far as a browser shows it (every other rule here still applies to it), and
+text a browser shows is read by the human too, so it is not hidden text in
+the injection sense; the clipped copy, which no one sees, is always removed.
+
 Colour. The element's own or inherited `color` is compared with the nearest
 ancestor-or-self `background`/`background-color` that is opaque; named,
 `#rgb`, `#rrggbb`(`aa`), `rgb()`, `rgba()`, `hsl()` colours are normalised by
@@ -78,6 +90,19 @@ then an undeclared colour is unknown and nothing is judged against it.
 Matching. A selector whose subject needs a class or id is tested on the
 elements that carry it (an index built once per page); any other is
 evaluated once over the whole tree, as XPath that starts from the subject.
+
+Caches. What is read from CSS text alone is a pure function of that text
+and is remembered per process in bounded LRU caches: a sheet's rules and
+their pre-checks (16 sheets), parsed blocks, selector sketches and words,
+compiled selectors with their XPath (8,192 texts each, texts longer than 1
+KiB not kept; at most about 80 MiB in all, a fixed base). A site serves
+the same sheets on every page, so its second page costs a fraction of its
+first; nothing that depends on the document is cached, and the LIM-V
+budgets are spent per page as if nothing were.
+`clear_caches` forgets everything (the benchmark's first-visit figure).
+
+Cancellation. The matching loops call `parse.check_cancelled` (per rule
+matched, per 1,024 rules or candidates), so an abandoned extraction stops.
 
 Bounds. Style sheet text read per page (LIM-V1), distinct style attribute
 text parsed (LIM-V2), rules parsed (LIM-V3), elements matched by hiding and
@@ -116,9 +141,16 @@ from cssselect.xpath import ExpressionError
 from lxml import etree  # type: ignore[import-untyped]
 
 from rypsok.core import limits
-from rypsok.core.fetch.parse import Element
+from rypsok.core.fetch.parse import CANCEL_CHECK_INTERVAL, Element, check_cancelled
 
-__all__ = ["HiddenStats", "drop_hidden"]
+__all__ = ["HiddenStats", "clear_caches", "drop_hidden"]
+
+# Process-wide caches of pure functions of CSS text (see "Caches" above).
+# Worst case kept: 16 sheets of LIM-V1 (1 MiB) with their rule texts, about 32 MiB, and
+# six caches of 8,192 texts of at most 1 KiB, about 48 MiB: a fixed base (REQ-PERF-003).
+_CACHED_SHEETS: Final = 16  # whole sheets
+_CACHED_RULES: Final = 8_192  # rule texts, blocks, selector groups, style attributes
+_CACHED_BLOCK_TEXT: Final = 1_024  # longer texts are rare and not kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +168,8 @@ def drop_hidden(root: Element) -> HiddenStats:
     Mutates the tree: hidden elements are removed (their `.tail` text, which
     belongs to the parent, is kept), text hidden by an inherited property is
     cleared, and `<style>`/`<template>` elements are removed. Never raises on
-    malformed CSS.
+    malformed CSS; raises `parse.ParseCancelled` when the extraction's cancel
+    flag is set (checked per rule matched and per 1,024 rules or candidates).
     """
     engine = _Engine(root)
     engine.run()
@@ -145,6 +178,22 @@ def drop_hidden(root: Element) -> HiddenStats:
         chars_removed=engine.chars_removed,
         sheets_truncated=engine.budget.truncated,
     )
+
+
+def clear_caches() -> None:
+    """Forget what was read from CSS text so far (for a benchmark of a first visit)."""
+    for cached in (
+        _cached_split,
+        _cached_could_hide,
+        _cached_sketch,
+        _cached_block,
+        _cached_selectors,
+        _selector_words,
+        _cached_media_matches,
+        _cached_colour,
+        _cached_background,
+    ):
+        cached.cache_clear()
 
 
 # -- values -------------------------------------------------------------------------------
@@ -409,6 +458,18 @@ _HARD_BLOCK_MARKS: Final = ('"', "'", "\\", "/*", "{", "}")
 
 
 def _parse_block(content: str) -> tuple[_Declared, ...]:
+    """The declarations of interest in a block (see `_uncached_block`); may raise."""
+    if len(content) <= _CACHED_BLOCK_TEXT:
+        return _cached_block(content)
+    return _uncached_block(content)
+
+
+@functools.lru_cache(maxsize=_CACHED_RULES)
+def _cached_block(content: str) -> tuple[_Declared, ...]:
+    return _uncached_block(content)
+
+
+def _uncached_block(content: str) -> tuple[_Declared, ...]:
     """The declarations of interest in a block or style attribute, normalised.
 
     A block without strings, escapes, comments or nested blocks is cut at its
@@ -534,6 +595,8 @@ class _Chunk:
     text: str
     brace: int  # where the block opens
     order: int
+    may_hide: bool = True  # `could_hide` of its text (read once per sheet)
+    spelled: frozenset[str] = frozenset()  # the `_SPELLINGS` its block holds
     parsed: bool = False
     _sketch: tuple[_Part, ...] | None = None
 
@@ -580,6 +643,17 @@ _NAME_MARKS: Final = str.maketrans({".": " .", "#": " #", ":": " :", "*": " "})
 
 
 def _sketch(selectors: str) -> tuple[_Part, ...]:
+    if len(selectors) <= _CACHED_BLOCK_TEXT:
+        return _cached_sketch(selectors)
+    return _uncached_sketch(selectors)
+
+
+@functools.lru_cache(maxsize=_CACHED_RULES)
+def _cached_sketch(selectors: str) -> tuple[_Part, ...]:
+    return _uncached_sketch(selectors)
+
+
+def _uncached_sketch(selectors: str) -> tuple[_Part, ...]:
     if not any(mark in selectors for mark in _HARD_SELECTOR_MARKS):
         return _simple_sketch(selectors)
     return _full_sketch(selectors)
@@ -760,9 +834,63 @@ def _at_rule_name(head: str) -> tuple[str, str]:
     return head[1:end].lower(), head[end:]
 
 
-def _split_rules(css: str, first_order: int) -> list[_Chunk]:
-    """The qualified rules of a sheet whose enclosing at-rules apply, in order."""
+def _split_rules(css: str, first_order: int, external: bool = False) -> list[_Chunk]:
+    """The qualified rules of a sheet whose enclosing at-rules apply, in order.
+
+    The chunks are fresh (they carry page state); what is read from their text
+    alone comes from the sheet's `_SheetRules`, remembered per sheet text.
+    """
+    sheet = _cached_split(css)
+    hiding = sheet.hiding(external)
+    spelled = sheet.spelled()
+    return [
+        _Chunk(text, brace, first_order + index, may_hide=hiding[index], spelled=spelled[index])
+        for index, (text, brace) in enumerate(sheet.rules)
+    ]
+
+
+class _SheetRules:
+    """A sheet's rules and the pre-checks read from their text, computed once per sheet.
+
+    A site serves the same sheets on every page, so a process that fetches
+    several of its pages reads each rule once: whether its text could hide
+    (`could_hide`, per value of `external`) and which property spellings of
+    `_SPELLINGS` its block holds (the second pass's pre-check).
+    """
+
+    __slots__ = ("_hiding", "_spelled", "rules")
+
+    def __init__(self, css: str) -> None:
+        self.rules: Final = tuple((chunk.text, chunk.brace) for chunk in _uncached_split(css))
+        self._hiding: dict[bool, tuple[bool, ...]] = {}
+        self._spelled: tuple[frozenset[str], ...] | None = None
+
+    def hiding(self, external: bool) -> tuple[bool, ...]:
+        known = self._hiding.get(external)
+        if known is None:
+            known = tuple(could_hide(text, external=external) for text, _ in self.rules)
+            self._hiding[external] = known  # two threads may both compute it: same value
+        return known
+
+    def spelled(self) -> tuple[frozenset[str], ...]:
+        if self._spelled is None:
+            self._spelled = tuple(_spellings_in(text[brace:]) for text, brace in self.rules)
+        return self._spelled
+
+
+def _spellings_in(block: str) -> frozenset[str]:
+    lowered = block.lower()
+    return frozenset(spelling for spelling in _ALL_SPELLINGS if spelling in lowered)
+
+
+@functools.lru_cache(maxsize=_CACHED_SHEETS)
+def _cached_split(css: str) -> _SheetRules:
+    return _SheetRules(css)
+
+
+def _uncached_split(css: str) -> list[_Chunk]:
     scanner = _Scanner(css)
+    first_order = 0
     chunks: list[_Chunk] = []
     applies: list[bool] = [True]  # one entry per open at-rule block
     start = cursor = 0
@@ -1008,6 +1136,18 @@ _VALUE_ENDS: Final = (";", "}", "!")
 
 
 def could_hide(css: str, *, external: bool, inline: bool = False) -> bool:
+    """Whether a rule's or a style attribute's text could hide (see `_could_hide`)."""
+    if len(css) <= _CACHED_BLOCK_TEXT:
+        return _cached_could_hide(css, external, inline)
+    return _could_hide(css, external, inline)
+
+
+@functools.lru_cache(maxsize=_CACHED_RULES)
+def _cached_could_hide(css: str, external: bool, inline: bool) -> bool:
+    return _could_hide(css, external, inline)
+
+
+def _could_hide(css: str, external: bool, inline: bool) -> bool:
     """Whether a rule's or a style attribute's text could hide (a pre-check before parsing).
 
     An over-approximation: text that fails it has no declaration that hides.
@@ -1202,6 +1342,19 @@ def _required_names(tree: Tree) -> tuple[set[str], set[str]]:
 
 
 def _compile_selectors(text: str) -> tuple[_Selector, ...]:
+    if len(text) <= _CACHED_BLOCK_TEXT:
+        return _cached_selectors(text)
+    return _uncached_selectors(text)
+
+
+@functools.lru_cache(maxsize=_CACHED_RULES)
+def _cached_selectors(text: str) -> tuple[_Selector, ...]:
+    """Compiled once per process: cssselect's parse and translation are pure Python and
+    cost more than matching; a `_Selector` keeps its compiled XPath and no page state."""
+    return _uncached_selectors(text)
+
+
+def _uncached_selectors(text: str) -> tuple[_Selector, ...]:
     try:
         parsed = parse_selectors(text)
     except (SelectorError, ValueError, TypeError, IndexError, AttributeError, RecursionError):
@@ -1376,6 +1529,7 @@ _SPELLINGS: Final = {
     "overflow-x": ("overflow",),
     "overflow-y": ("overflow",),
 }
+_ALL_SPELLINGS: Final = frozenset(s for forms in _SPELLINGS.values() for s in forms)
 
 _Specificity: TypeAlias = tuple[int, int, int]
 _Entry: TypeAlias = tuple[_Rule, _Specificity]
@@ -1428,8 +1582,8 @@ class _Engine:
     interest_tags: tuple[set[Element], dict[str, list[Element]]] | None = None
     # Inherited state at an element and the root of the hidden text it lies in.
     states: dict[Element, tuple[_State, Element | None]] = field(default_factory=dict)
-    by_class: dict[str, list[Element]] | None = None  # elements carrying each class
-    by_id: dict[str, list[Element]] = field(default_factory=dict)
+    # The elements carrying each class and each id (built once, when first needed).
+    present: tuple[dict[str, list[Element]], dict[str, list[Element]]] | None = None
 
     def run(self) -> None:
         self.external = bool(_EXTERNAL_SHEET(self.root))
@@ -1472,9 +1626,9 @@ class _Engine:
             if not self.budget.take("sheet_bytes", len(encoded)):
                 # LIM-V1: read the part that fits; a rule cut in two is dropped.
                 part = encoded[:left].decode("utf-8", "ignore")
-                self.chunks.extend(_split_rules(part, len(self.chunks))[:-1])
+                self.chunks.extend(_split_rules(part, len(self.chunks), self.external)[:-1])
                 return
-            self.chunks.extend(_split_rules(css, len(self.chunks)))
+            self.chunks.extend(_split_rules(css, len(self.chunks), self.external))
 
     def _find_attribute_candidates(self) -> None:
         for element in _CANDIDATE_ATTRIBUTES(self.root):
@@ -1511,8 +1665,10 @@ class _Engine:
         """Parse the rules whose text could hide; split them into hiding and the others."""
         hiding: list[_Rule] = []
         others: list[_Rule] = []
-        for chunk in self.chunks:
-            if not could_hide(chunk.text, external=self.external) or not self._may_apply(chunk):
+        for index, chunk in enumerate(self.chunks):
+            if not index % CANCEL_CHECK_INTERVAL:
+                check_cancelled()
+            if not chunk.may_hide or not self._may_apply(chunk):
                 continue
             if not self.budget.take("rules", 1):  # LIM-V3
                 break
@@ -1526,9 +1682,9 @@ class _Engine:
     def _may_apply(self, chunk: _Chunk, keys: _Keys | None = None) -> bool:
         """Whether some selector of the rule could match (and, given `keys`, match one of
         the elements they name), judged from its text without parsing it."""
-        classes, ids = self._present()
+        classes, ids = self.present or self._present()
         for part in chunk.sketch():
-            if not (all(c in classes for c in part.classes) and all(i in ids for i in part.ids)):
+            if not (part.classes <= classes.keys() and part.ids <= ids.keys()):
                 continue
             if keys is None or "\\" in part.subject:
                 return True
@@ -1543,19 +1699,21 @@ class _Engine:
 
     def _present(self) -> tuple[dict[str, list[Element]], dict[str, list[Element]]]:
         """The elements carrying each class and each id of the document."""
-        by_class = self.by_class
-        if by_class is None:
-            by_class = self.by_class = {}
-            by_id = self.by_id
+        if self.present is None:
+            by_class: dict[str, list[Element]] = {}
+            by_id: dict[str, list[Element]] = {}
             for element in _NAMED(self.root):
-                classes = element.get("class")
-                if classes:
+                get = element.get
+                if classes := get("class"):
                     for name in classes.split():
-                        by_class.setdefault(name, []).append(element)
-                identifier = element.get("id")
-                if identifier:
+                        if (carriers := by_class.get(name)) is None:
+                            by_class[name] = [element]
+                        else:
+                            carriers.append(element)
+                if identifier := get("id"):
                     by_id.setdefault(identifier.strip(), []).append(element)
-        return by_class, self.by_id
+            self.present = (by_class, by_id)
+        return self.present
 
     # -- matching --------------------------------------------------------------------------
 
@@ -1565,6 +1723,7 @@ class _Engine:
         With `interest` None the rule hides and every match becomes a
         candidate; otherwise only matches inside `interest` are recorded.
         """
+        check_cancelled()  # once per rule: an abandoned extraction stops here (REQ-PAGE-008)
         for selector in rule.selectors():
             for element in self._matches(selector, interest):
                 if interest is not None and element not in interest:
@@ -1582,10 +1741,8 @@ class _Engine:
         that carry it, one restricted to `interest` on those elements of it;
         any other is evaluated once over the whole tree.
         """
-        classes, ids = self._present()
-        if not all(c in classes for c in selector.classes):
-            return []
-        if not all(i in ids for i in selector.ids):
+        classes, ids = self.present or self._present()
+        if not (selector.classes <= classes.keys() and selector.ids <= ids.keys()):
             return []
         carriers: list[Element] | None = None
         if selector.key is not None:
@@ -1668,7 +1825,9 @@ class _Engine:
             if any(d.prop in in_play for d in rule.declarations)
             and self._may_apply(rule.chunk, keys)
         ]
-        for chunk in self.chunks:
+        for index, chunk in enumerate(self.chunks):
+            if not index % CANCEL_CHECK_INTERVAL:
+                check_cancelled()
             if chunk.parsed or not _spells_any(chunk, spellings):
                 continue
             if _names_none_of(chunk, keys) or not self._may_apply(chunk, keys):
@@ -1728,7 +1887,9 @@ class _Engine:
         """Candidates removed whole, and the roots of text hidden by inheritance."""
         removed: dict[Element, None] = {}
         regions: dict[Element, _State] = {}
-        for element in self.candidates:
+        for index, element in enumerate(self.candidates):
+            if not index % CANCEL_CHECK_INTERVAL:
+                check_cancelled()
             if element.tag in _NEVER_HIDDEN or element in removed or element in regions:
                 continue
             if self._hidden_whole(element):
@@ -1746,9 +1907,27 @@ class _Engine:
         return outermost, kept
 
     def _hidden_whole(self, element: Element) -> bool:
-        if element.get("hidden") is not None or _aria_hidden(element):
+        if element.get("hidden") is not None:
+            return True
+        if _aria_hidden(element) and not self._beside_its_accessible_copy(element):
             return True
         return _hides_subtree(self._cascade(element))
+
+    def _beside_its_accessible_copy(self, element: Element) -> bool:
+        """Whether the aria-hidden `element` is the visible rendering of a sibling that
+        is its copy for assistive technology, visually clipped (see "aria-hidden" above).
+
+        Only the two adjacent element siblings are looked at, so each element is
+        tested at most twice and the check stays linear in the document.
+        """
+        for sibling in (element.getprevious(), element.getnext()):
+            if sibling is None or not isinstance(sibling.tag, str):
+                continue
+            if sibling.get("hidden") is not None or _aria_hidden(sibling):
+                continue
+            if _visually_clipped(self._cascade(sibling)) and _holds_text(sibling):
+                return True
+        return False
 
     def _region_root(self, element: Element) -> tuple[Element | None, _State]:
         """The topmost ancestor-or-self whose own text inherited values hide, and its state.
@@ -1895,17 +2074,26 @@ _WORD_SEPARATORS: Final = str.maketrans(dict.fromkeys(".#>+~,()=|^$!\"' \t\n\r\f
 def _names_none_of(chunk: _Chunk, keys: _Keys) -> bool:
     """True when no selector of the rule can have its subject among `keys`, judged by
     splitting the selector text into words (cheaper than the sketch, and looser)."""
-    selector = chunk.selector_text()
-    if any(mark in selector for mark in ("*", "[", ":", "\\")):
+    words = _selector_words(chunk.selector_text())
+    if words is None:
         return False  # a subject may have no name at all: leave it to the sketch
-    words = selector.translate(_WORD_SEPARATORS).split()
-    return keys.names.isdisjoint(words) and keys.tags.isdisjoint(word.lower() for word in words)
+    names, lowered = words
+    return keys.names.isdisjoint(names) and keys.tags.isdisjoint(lowered)
+
+
+@functools.lru_cache(maxsize=_CACHED_RULES)
+def _selector_words(selector: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The words of a selector group and their lower case; None when a subject may
+    have no name (`*`, an attribute, a pseudo-class, an escape)."""
+    if any(mark in selector for mark in ("*", "[", ":", "\\")):
+        return None
+    words = frozenset(selector.translate(_WORD_SEPARATORS).split())
+    return words, frozenset(word.lower() for word in words)
 
 
 def _spells_any(chunk: _Chunk, spellings: set[str]) -> bool:
     """Whether the rule's block names one of the properties in play."""
-    block = chunk.text[chunk.brace :].lower()
-    return any(spelling in block for spelling in spellings)
+    return not chunk.spelled.isdisjoint(spellings)
 
 
 def _hides_subtree(values: dict[str, Value]) -> bool:
@@ -1935,6 +2123,21 @@ def _hides_subtree(values: dict[str, Value]) -> bool:
             if isinstance(size, float) and size <= _ZERO_SIZE_PX:
                 return True
     return False
+
+
+def _visually_clipped(values: dict[str, Value]) -> bool:
+    """Hidden from the eye but not from a screen reader: clipped, zero-sized or
+    off-screen, not `display:none` or transparent (which hide it from both)."""
+    if values.get("display") == "none":
+        return False
+    opacity = values.get("opacity")
+    if isinstance(opacity, float) and opacity <= _INVISIBLE_ALPHA:
+        return False
+    return _hides_subtree(values)
+
+
+def _holds_text(element: Element) -> bool:
+    return any(not text.isspace() for text in element.itertext())
 
 
 def _far_negative(value: Value) -> bool:

@@ -22,7 +22,9 @@ every slice and raises `ParseCancelled` once it is set, so an extraction the
 call abandoned at LIM-F5 stops within one slice (64 KiB of markup) instead
 of holding its parse permit and fetch slot to the end of the document. The
 flag travels in a context variable, so the extractor between the pipeline
-and the parser needs no parameter for it.
+and the parser needs no parameter for it. The extraction stages after the
+parse call `check_cancelled` every CANCEL_CHECK_INTERVAL elements (or rules)
+of their walks, so the whole extraction, not only the parse, stops promptly.
 """
 
 from __future__ import annotations
@@ -65,6 +67,11 @@ def cancellable(flag: threading.Event) -> Iterator[None]:
         yield
     finally:
         _CANCEL.reset(token)
+
+
+# The stages after parsing (hidden text, noise, rendering) check the flag once per this
+# many elements or rules: an abandoned extraction stops within that much work.
+CANCEL_CHECK_INTERVAL: Final = 1_024
 
 
 def check_cancelled() -> None:

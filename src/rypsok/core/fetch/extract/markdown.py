@@ -31,6 +31,7 @@ from rypsok.core.fetch.extract.noise import (
     is_clutter,
 )
 from rypsok.core.fetch.extract.page import resolve
+from rypsok.core.fetch.parse import CANCEL_CHECK_INTERVAL, check_cancelled
 
 OUTPUT_SLACK: Final = 64 * 1024
 _MAX_NESTING: Final = 8  # quote and list levels shown
@@ -119,10 +120,14 @@ class Markdown:
     def _render_one(self, root: HtmlElement) -> bool:
         closers: list[_Closer | None] = []
         walker = etree.iterwalk(root, events=("start", "end"))
+        entered = 0
         for event, element in walker:
             if event == "start":
                 if self._size > self._budget:
                     return False
+                entered += 1
+                if not entered % CANCEL_CHECK_INTERVAL:
+                    check_cancelled()  # an abandoned extraction stops here (REQ-PAGE-008)
                 tag = element.tag
                 if element is not root and self._skipped(element, tag):
                     walker.skip_subtree()

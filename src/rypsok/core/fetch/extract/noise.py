@@ -28,6 +28,7 @@ from lxml import etree  # type: ignore[import-untyped]
 
 from rypsok.core.fetch.extract.model import HtmlElement
 from rypsok.core.fetch.extract.visibility import hidden_by_class
+from rypsok.core.fetch.parse import CANCEL_CHECK_INTERVAL, check_cancelled
 
 _SKIPPED_TAGS: Final = frozenset(
     {"head", "title", "script", "style", "noscript", "template", "link", "meta", "base"}
@@ -262,8 +263,12 @@ def analyse(body: HtmlElement) -> Analysis:
     stack: list[Stat] = []
     links: list[tuple[HtmlElement, Stat, int]] = []
     walker = etree.iterwalk(body, events=("start", "end"))
+    opened = 0
     for event, element in walker:
         if event == "start":
+            opened += 1
+            if not opened % CANCEL_CHECK_INTERVAL:
+                check_cancelled()  # an abandoned extraction stops here (REQ-PAGE-008)
             stat = _open(element, stack, analysis)
             if stat is None:
                 noise.add(element)
