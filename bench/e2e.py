@@ -19,6 +19,11 @@ i.e. everything rypsok and the SDK add on both sides of the engines: the
 client's and the server's JSON-RPC work, validation, the pipeline, egress,
 logging and the pipes. CPU per call is the server process's user + system
 CPU (/proc/<pid>/stat) across the call, so the client's own work is not in it.
+
+With `BENCH_PYSPY=/path/to/py-spy` in the environment, the sampling profiler
+attaches to the server process for the measured calls and writes its raw
+(collapsed) stacks to `BENCH_PYSPY_OUT` (default rypsok-e2e.pyspy.txt in the working directory);
+`python -m bench.stacks FILE` sums them per frame.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -197,9 +203,32 @@ async def _session_run(config: Path, calls: int, warmup: int) -> tuple[list[Any]
             pids = _children()
             if len(pids) != 1:
                 raise RuntimeError(f"expected one rypsok child process, found {pids}")
-            cpu_start = _cpu_seconds(pids[0])
-            timings = await _calls(session, pids[0], calls, warmup)
-            return timings, _cpu_seconds(pids[0]) - cpu_start
+            with _profiler(pids[0]):
+                cpu_start = _cpu_seconds(pids[0])
+                timings = await _calls(session, pids[0], calls, warmup)
+                return timings, _cpu_seconds(pids[0]) - cpu_start
+
+
+@contextmanager
+def _profiler(pid: int) -> Iterator[None]:
+    """py-spy attached to the server while the calls run, when BENCH_PYSPY names it."""
+    binary = os.environ.get("BENCH_PYSPY")
+    if not binary:
+        yield
+        return
+    out = os.environ.get("BENCH_PYSPY_OUT", "rypsok-e2e.pyspy.txt")
+    command = [binary, "record", "--pid", str(pid), "--rate", "1000", "--format", "raw"]
+    profiler = subprocess.Popen(
+        [*command, "--nonblocking", "--output", out],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(1.0)  # let it attach before the first measured call
+    try:
+        yield
+    finally:
+        profiler.send_signal(2)  # SIGINT: py-spy writes its output and exits
+        profiler.wait(timeout=30)
 
 
 def _results_of(content: dict[str, Any]) -> int:
