@@ -237,7 +237,7 @@ def _results_of(content: dict[str, Any]) -> int:
 
 
 async def run(quick: bool = False) -> dict[str, Any]:
-    calls, warmup = (5, 1) if quick else (30, 3)
+    calls, warmup = (3, 1) if quick else (30, 3)
     with _workspace() as directory, FakeServer(_routes(directory)) as server:
         config = directory / "rypsok.toml"
         config.write_text(_config_toml(server.base_url), encoding="utf-8")
