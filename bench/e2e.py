@@ -61,6 +61,9 @@ ENGINES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "mojeek": ("/mojeek/search", "ok.json", ("response", "results")),
     "marginalia": ("/marginalia/search", "ok.json", ("results",)),
 }
+# Issue 14's targets over stdio at 5 engines (shown next to the figures).
+TARGET_P50_MS = 5.0
+TARGET_P99_MS = 15.0
 # Brave's driver appends its own path to the endpoint.
 _ROUTE_SUFFIX = {"brave": "/web/search"}
 _KEYED = ("brave", "mojeek", "marginalia")
@@ -280,4 +283,9 @@ async def run(quick: bool = False) -> dict[str, Any]:
               " ".join(f"{k}={v}" for k, v in sorted(outcomes.items()))]],
         )
     )  # fmt: skip
+    # Issue 14 item 6: each figure next to its target (printed, never asserted).
+    emit(
+        f"targets: overhead p50 <= {TARGET_P50_MS:.0f} ms (now {o['p50']:.1f}), "
+        f"p99 <= {TARGET_P99_MS:.0f} ms (now {o['p99']:.1f})"
+    )
     return figures
