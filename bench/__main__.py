@@ -1,6 +1,6 @@
 """`python -m bench [NAME ...] [--quick] [--json PATH]`: run benchmarks, print tables.
 
-NAME is one of: overhead, throughput, coldstart, profile, fetch, http, cache, extraction.
+NAME is one of: overhead, throughput, coldstart, profile, fetch, http, cache, extraction, e2e.
 Without a name all of them run in that order (`make bench`, about three to four minutes).
 """
 
@@ -27,6 +27,7 @@ BENCHMARKS = (
     "http",
     "cache",
     "extraction",
+    "e2e",
 )
 
 

@@ -12,6 +12,13 @@ at the fake server (recorded answers, 5 ms). Timed from just before the spawn:
 * then a second web_search 200 ms later (after the engines' spacing) is
   timed on its own, as a warm comparison.
 
+With `BENCH_REFERENCE_FETCH=/path/to/mcp-server-fetch` (the reference fetch
+server from PyPI, installed in a scratch venv), each rypsok start alternates
+with a start of that server in the same run (A B A B ...), timed the same
+way until its first `fetch` of a page on the fake server is answered, so the
+two figures share the machine's load. `BENCH_BASELINE_SRC=<tree>/src` adds
+a third start in each round, of that tree's rypsok (a before/after pair).
+
 Medians over the runs. Then where the time goes: the phases of start-up in
 one child (`bench.startup_phases`), `rypsok --version` and a bare
 interpreter for reference, and `python -X importtime` of the modules `serve`
@@ -71,14 +78,17 @@ def _search(request_id: int, query: str) -> dict[str, Any]:
             "params": {"name": "web_search", "arguments": {"query": query}}}  # fmt: skip
 
 
-def _one_start(config: Path) -> dict[str, float]:
+def _one_start(config: Path, source: str | None = None) -> dict[str, float]:
+    env = _env(config)
+    if source is not None:  # another tree's src/ first on the path: a baseline
+        env["PYTHONPATH"] = source
     started = time.monotonic()
     process = subprocess.Popen(
         [str(BIN / "rypsok"), "serve"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env=_env(config),
+        env=env,
     )
     pipe = _Pipe(process)
     try:
@@ -119,6 +129,48 @@ def _one_start(config: Path) -> dict[str, float]:
         "first web_search": (searched - started) * 1000,
         "first call alone": (searched - listed) * 1000,
         "warm call alone": warm * 1000,
+    }
+
+
+def _reference_start(binary: str, url: str) -> dict[str, float]:
+    """The reference fetch server: spawn, initialize, its first `fetch` answered (ms)."""
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [binary, "--ignore-robots-txt", "--allow-private-ips"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+    )
+    pipe = _Pipe(process)
+    try:
+        pipe.send(
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                        "clientInfo": {"name": "rypsok-bench", "version": "0"}}}
+        )  # fmt: skip
+        pipe.answer(1)
+        initialized = time.monotonic()
+        pipe.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        pipe.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                   "params": {"name": "fetch", "arguments": {"url": url}}})  # fmt: skip
+        answer = pipe.answer(2)
+        fetched = time.monotonic()
+        if "result" not in answer or answer["result"].get("isError"):
+            raise RuntimeError(f"the reference server's first fetch failed: {answer}")
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+    return {
+        "reference initialize": (initialized - started) * 1000,
+        "reference first fetch": (fetched - started) * 1000,
     }
 
 
@@ -189,8 +241,21 @@ async def run(quick: bool = False) -> dict[str, Any]:
     with FakeServer(fixture_routes(REPO, 5.0)) as server, tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "rypsok.toml"
         config.write_text(config_toml(server.base_url), encoding="utf-8")
+        reference = os.environ.get("BENCH_REFERENCE_FETCH")
+        baseline = os.environ.get("BENCH_BASELINE_SRC")
+        page = f"{server.base_url}/w/api.php"
         _one_start(config)  # a first run warms the page cache and the .pyc files
-        starts = [_one_start(config) for _ in range(runs)]
+        if reference:
+            _reference_start(reference, page)
+        starts = []
+        for _ in range(runs):
+            start = _one_start(config)
+            if reference:
+                start.update(_reference_start(reference, page))
+            if baseline:
+                before = _one_start(config, baseline)
+                start.update({f"baseline {k}": v for k, v in before.items() if "alone" not in k})
+            starts.append(start)
         phases = _phases(config, 3)
     keys = list(starts[0])
     rows = []

@@ -9,10 +9,11 @@ Each route answers every request after a fixed delay with a fixed body:
     {"/bench/0": {"delay_ms": 20, "bench": {"index": 0}},
      "/w/api.php": {"delay_ms": 5, "file": ".../ok.json", "content_type": "..."}}
 
-Every request is recorded as (path, tag, arrived, done): `tag` is the `q`
-query parameter, `arrived` the CLOCK_MONOTONIC time its head was complete,
-`done` the time its last byte was handed to the kernel. CLOCK_MONOTONIC is
-system-wide on Linux, so the parent can put these times on its own timeline.
+Every request is recorded as (path, tag, arrived, done): `tag` is the query
+parameter holding the query (`q`, `srsearch`, `search` or `query`),
+`arrived` the CLOCK_MONOTONIC time its head was complete, `done` the time
+its last byte was handed to the kernel. CLOCK_MONOTONIC is system-wide on
+Linux, so the parent can put these times on its own timeline.
 `GET /_bench/stats` answers the records and the server's CPU seconds;
 `GET /_bench/reset` clears the records.
 """
@@ -39,6 +40,10 @@ from bench.payloads import bench_body
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 _MAX_HEAD = 64 * 1024
+
+# The query parameters that carry a call's query: the bench engines' and the
+# real general engines' (Wikipedia `srsearch`, Wikidata `search`, Marginalia `query`).
+_TAG_KEYS = frozenset({"q", "srsearch", "search", "query"})
 
 # (path, tag, arrived, done)
 Record = tuple[str, str, float, float]
@@ -103,7 +108,7 @@ class _Server:
                 writer.write(answer)
                 await writer.drain()
                 done = time.monotonic()
-                tag = next((v for k, v in parse_qsl(query) if k == "q"), "")
+                tag = next((v for k, v in parse_qsl(query) if k in _TAG_KEYS), "")
                 self.records.append((path, tag, arrived, done))
         except (ConnectionError, asyncio.LimitOverrunError):
             return

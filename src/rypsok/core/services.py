@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 import anyio
 
@@ -38,11 +38,13 @@ from rypsok.core.egress.policy import EgressRules
 from rypsok.core.engines import registry
 from rypsok.core.engines.base import Category, Driver, EngineFailure, EngineRequest, TimeRange
 from rypsok.core.engines.transport import EngineEgress
-from rypsok.core.fetch.pipeline import FetchPipeline, FetchRequest
 from rypsok.core.invocation import InvocationLimiter
 from rypsok.core.metrics import Metrics
 from rypsok.core.privacy import CredentialMode, find_credentials, mask_credentials
 from rypsok.core.search.aggregate import SearchPipeline, SearchRequest
+
+if TYPE_CHECKING:
+    from rypsok.core.fetch.pipeline import FetchPipeline
 
 log = logging.getLogger("rypsok.call")
 query_log = logging.getLogger(logs.QUERIES)
@@ -115,7 +117,7 @@ class Services:
             cache=self.shared.cache,
             queue_factory=self.shared.queue_factory,
         )
-        self.fetch_pipeline = FetchPipeline(self.egress, config, clock)
+        self._fetch_pipeline: FetchPipeline | None = None
         per_minute = {
             contract.WEB_SEARCH: config.limits.web_search_per_minute,
             contract.WEB_FETCH: config.limits.web_fetch_per_minute,
@@ -136,6 +138,20 @@ class Services:
             )
 
     # -- what the adapter lists -----------------------------------------------------------
+
+    @property
+    def fetch_pipeline(self) -> FetchPipeline:
+        """Built at the first web_fetch (or strict-mode search): issue 14 item 3, cold start.
+
+        The fetch stack (lxml, charset detection, extraction, CSS) takes a fifth of
+        start-up to import and no search or engine_status call needs it, so the
+        process answers `initialize` and its first search without loading it.
+        """
+        if self._fetch_pipeline is None:
+            from rypsok.core.fetch.pipeline import FetchPipeline  # noqa: PLC0415 (lazy, see above)
+
+            self._fetch_pipeline = FetchPipeline(self.egress, self.config, self._clock)
+        return self._fetch_pipeline
 
     def active_engines(self) -> list[Driver]:
         return [driver for driver, enabled in self.engines if enabled and driver.active]
@@ -326,7 +342,8 @@ class Services:
         with anyio.move_on_after(ceiling_s):
             response = await self.search_pipeline.search(request, call.notices)
             returned = [r.url for r in response.results or ()]
-            self.fetch_pipeline.remember_returned(returned)
+            if self.config.fetch.strict:  # only strict mode keeps them (REQ-SEC-021)
+                self.fetch_pipeline.remember_returned(returned)
             if self.shared.returned_urls is not None:  # hook (issue 12): other instances'
                 await self.shared.returned_urls.remember(returned)
             return response
@@ -345,6 +362,8 @@ class Services:
         shared = self.shared.returned_urls  # set in strict mode only
         if shared is not None and await shared.contains(url):
             self.fetch_pipeline.remember_returned([url])  # hook (issue 12): another instance's
+        from rypsok.core.fetch.pipeline import FetchRequest  # noqa: PLC0415 (loaded by now)
+
         request = FetchRequest(url=url, max_chars=args.max_chars, start_char=args.start_char)
         return await self.fetch_pipeline.fetch(request, call.notices)
 

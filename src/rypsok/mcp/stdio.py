@@ -11,6 +11,7 @@ Either way the last line before the exit is the `metrics` summary (REQ-OBS-008).
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -31,6 +32,9 @@ ABORT_GRACE_S = limits.SHUTDOWN_MS / 1000 / 4
 
 async def _serve(services: Services, serving: anyio.CancelScope, done: anyio.Event) -> None:
     server = build_server(services)
+    # Issue 14 item 2: what start-up built (modules, models, tables) lives for the whole
+    # process; frozen, no full collection walks it again, which took ~30 ms per pass.
+    gc.freeze()
     try:
         with serving:
             async with stdio_server() as (read_stream, write_stream):
