@@ -39,6 +39,7 @@ from bench.common import bench_config, emit, median, summary, table
 from bench.drivers import BenchDriver, bench_drivers, bench_routes
 from bench.fakeserver import FakeServer
 from rypsok.core.engines.base import Admission, Driver, EngineSettings
+from rypsok.core.engines.transport import EngineEgress
 from rypsok.core.search.aggregate import SearchPipeline
 from rypsok.core.services import Services
 from rypsok.mcp.server import build_server
@@ -93,7 +94,7 @@ def services_for(drivers: list[Driver], **sections: Any) -> Services:
     services = Services(config)
     services.engines = [(driver, True) for driver in drivers]
     services.search_pipeline = SearchPipeline(
-        drivers, services.egress, config, services.metrics,
+        drivers, EngineEgress(services.egress), config, services.metrics,
         cache=services.shared.cache, queue_factory=services.shared.queue_factory,
     )  # fmt: skip
     return services

@@ -110,8 +110,9 @@ def rypsok_extractor(page_kind: str) -> Extractor:
         try:
             if page_kind == "html":
                 return extract_html(text, base_url=url).markdown
-            kind = "markdown" if page_kind == "markdown" else "text"
-            return extract_text(text, kind=kind).markdown
+            if page_kind == "markdown":
+                return extract_text(text, kind="markdown").markdown
+            return extract_text(text, kind="text").markdown
         except ExtractionFailed:
             return ""
 
@@ -120,7 +121,7 @@ def rypsok_extractor(page_kind: str) -> Extractor:
 
 def trafilatura_extractor() -> Extractor | None:
     try:
-        import trafilatura  # noqa: PLC0415 - optional, absent from the project venv
+        import trafilatura  # type: ignore[import-not-found]  # noqa: PLC0415 - optional, absent from the project venv
     except ImportError:
         return None
 

@@ -303,7 +303,7 @@ def _reply(text: str, request_id: int) -> dict[str, Any] | None:
         if line.startswith("data:") and line[5:].strip():
             message = json.loads(line[5:])
             if message.get("id") == request_id:
-                return message
+                return dict(message)
     return None
 
 
@@ -358,7 +358,7 @@ async def _raw_clients(url: str, n: int) -> AsyncIterator[list[Call]]:
 async def _sdk_clients(url: str, n: int) -> AsyncIterator[list[Call]]:
     """N stateful SDK sessions (`ClientSession` over `streamable_http_client`), initialized."""
     async with contextlib.AsyncExitStack() as stack:
-        calls = []
+        calls: list[Call] = []
         for k in range(n):
             headers = {"authorization": f"Bearer {_KEYS[k % CALLERS]}"}
             http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=30))
@@ -369,14 +369,20 @@ async def _sdk_clients(url: str, n: int) -> AsyncIterator[list[Call]]:
             init = await session.initialize()
             assert init.protocol_version == HANDSHAKE, init.protocol_version
 
-            async def call(tag: str, session: ClientSession = session) -> str:
-                result = await session.call_tool("web_search", {"query": tag})
-                if result.is_error and not result.structured_content:
-                    return "tool_error"
-                return _outcome(result.structured_content or {})
-
-            calls.append(call)
+            calls.append(_session_call(session))
         yield calls
+
+
+def _session_call(session: ClientSession) -> Call:
+    """One client's call function, bound to its own session."""
+
+    async def call(tag: str) -> str:
+        result = await session.call_tool("web_search", {"query": tag})
+        if result.is_error and not result.structured_content:
+            return "tool_error"
+        return _outcome(result.structured_content or {})
+
+    return call
 
 
 # -- the benchmark -----------------------------------------------------------------------------
@@ -479,19 +485,39 @@ def _where(filename: str, line: int, name: str) -> str:
 
 async def run(quick: bool = False) -> dict[str, Any]:
     duration_s, warmup_s = (2.0, 0.5) if quick else (5.0, 0.7)
-    window = {"duration_s": duration_s, "warmup_s": warmup_s}
     emit(f"rypsok imported from {pathlib.Path(rypsok.__file__).parent}")
     runs: list[Run] = []
     profile_rows: tuple[list[list[object]], list[list[object]]] | None = None
     with FakeServer(bench_routes([LATENCY_MS] * ENGINES)) as fake:
         runs.append(await _in_process(fake, 16, duration_s, warmup_s))
         for n in (8, 16, 32):
-            runs.append(await _measure(f"raw {MODERN}", n, _raw_clients, fake, **window))
-        runs.append(await _measure(f"SDK session {HANDSHAKE}", 16, _sdk_clients, fake, **window))
+            runs.append(
+                await _measure(
+                    f"raw {MODERN}", n, _raw_clients, fake, duration_s=duration_s, warmup_s=warmup_s
+                )
+            )
+        runs.append(
+            await _measure(
+                f"SDK session {HANDSHAKE}",
+                16,
+                _sdk_clients,
+                fake,
+                duration_s=duration_s,
+                warmup_s=warmup_s,
+            )
+        )
         if os.environ.get(PROFILE_SWITCH):
             handle, profile_path = tempfile.mkstemp(prefix="httpbench-", suffix=".prof")
             os.close(handle)
-            await _measure("profiled", 16, _raw_clients, fake, **window, profile_path=profile_path)
+            await _measure(
+                "profiled",
+                16,
+                _raw_clients,
+                fake,
+                duration_s=duration_s,
+                warmup_s=warmup_s,
+                profile_path=profile_path,
+            )
             profile_rows = _top_costs(profile_path)
             emit(f"(server profile kept in {profile_path})")
     emit(
