@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import ipaddress
 import ssl
 from collections.abc import Sequence
@@ -10,10 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from tests.tls_site import site_certificates
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -35,73 +32,16 @@ class LocalPKI:
         return context
 
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
 @pytest.fixture(scope="session")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> LocalPKI:
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name("rypsok egress test CA"))
-        .issuer_name(_name("rypsok egress test CA"))
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    leaf_key = ec.generate_private_key(ec.SECP256R1())
-    leaf_cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name("localhost"))
-        .issuer_name(ca_cert.subject)
-        .public_key(leaf_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
     directory = tmp_path_factory.mktemp("pki")
-    ca_pem = ca_cert.public_bytes(serialization.Encoding.PEM)
-    (directory / "ca.pem").write_bytes(ca_pem)
-    (directory / "leaf.pem").write_bytes(leaf_cert.public_bytes(serialization.Encoding.PEM))
-    (directory / "leaf.key").write_bytes(
-        leaf_key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
+    site = site_certificates(directory, names=["localhost"], addresses=[])
+    (directory / "ca.pem").write_text(site.ca_pem, encoding="ascii")
     return LocalPKI(
-        ca_pem=ca_pem.decode("ascii"),
+        ca_pem=site.ca_pem,
         ca_file=directory / "ca.pem",
-        cert_file=directory / "leaf.pem",
-        key_file=directory / "leaf.key",
+        cert_file=site.cert_file,
+        key_file=site.key_file,
     )
 
 

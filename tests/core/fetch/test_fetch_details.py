@@ -32,7 +32,6 @@ from rypsok.core.fetch.returned import BoundedReturnedUrls
 from rypsok.core.services import Services, user_agent
 from tests.core.egress.servers import LocalServer, Seen, respond
 from tests.core.fetch.test_pipeline import ARTICLE, HTML, fetch, fetch_from, page
-from tests.core.fetch.tls_site import SiteCertificates, site_certificates
 from tests.fakes.provider_server import ProviderServer, Route
 from tests.support import (
     ENGINE_PATHS,
@@ -42,6 +41,7 @@ from tests.support import (
     engines_config,
     fetch_config,
 )
+from tests.tls_site import SiteCertificates, site_certificates
 
 MiB = 1024 * 1024
 BOMB_PLAIN = b"<p>" + b"A" * (64 * MiB)

@@ -21,8 +21,6 @@ else `summary`) as the snippet, `publishedDate` as the date.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import ClassVar, Final, Literal
 
@@ -35,7 +33,6 @@ from rypsok.core.engines.base import (
     Driver,
     EngineRequest,
     EngineResponse,
-    EngineSettings,
     RawHit,
     SafeSearch,
     SearchParams,
@@ -95,12 +92,6 @@ class Exa(Driver):
     options_model: ClassVar[type[EngineConfig]] = ExaConfig
     _max_per_request: ClassVar[int] = 100
 
-    def __init__(
-        self, settings: EngineSettings | None = None, *, clock: Callable[[], float] = time.time
-    ) -> None:
-        super().__init__(settings)
-        self._clock = clock
-
     def build_request(self, params: SearchParams) -> EngineRequest:
         payload: dict[str, object] = {
             "query": params.query,
@@ -110,7 +101,7 @@ class Exa(Driver):
             "moderation": params.safe_search is not SafeSearch.OFF,
         }
         if params.time_range is not None:
-            start = window_start(params.time_range, self._clock())
+            start = window_start(params.time_range, self.now())
             payload["startPublishedDate"] = datetime.fromtimestamp(start, tz=UTC).strftime(
                 "%Y-%m-%dT%H:%M:%SZ"
             )

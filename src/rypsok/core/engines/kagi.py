@@ -26,8 +26,6 @@ request_failure.
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable
 from typing import ClassVar, Final
 
 from pydantic import Field
@@ -39,7 +37,6 @@ from rypsok.core.engines.base import (
     EngineFailure,
     EngineRequest,
     EngineResponse,
-    EngineSettings,
     FailureClass,
     RawHit,
     SafeSearch,
@@ -97,19 +94,13 @@ class Kagi(Driver):
     requires_key: ClassVar[bool] = True
     _max_per_request: ClassVar[int] = 100
 
-    def __init__(
-        self, settings: EngineSettings | None = None, *, clock: Callable[[], float] = time.time
-    ) -> None:
-        super().__init__(settings)
-        self._clock = clock
-
     def build_request(self, params: SearchParams) -> EngineRequest:
         news = params.category is Category.NEWS
         filters: dict[str, str] = {}
         if params.region is not None and _REGION.match(params.region):
             filters["region"] = params.region.upper()
         if params.time_range is not None:
-            filters["after"] = utc_day(window_start(params.time_range, self._clock()))
+            filters["after"] = utc_day(window_start(params.time_range, self.now()))
         payload: dict[str, object] = {
             "query": params.query,
             "workflow": "news" if news else "search",

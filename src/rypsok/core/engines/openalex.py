@@ -29,8 +29,6 @@ rate_limited (the daily budget is spent); another 401/403 is auth_failure.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from typing import ClassVar, Final
 
 from pydantic import Field
@@ -43,7 +41,6 @@ from rypsok.core.engines.base import (
     EngineFailure,
     EngineRequest,
     EngineResponse,
-    EngineSettings,
     FailureClass,
     PausingHits,
     RawHit,
@@ -114,12 +111,6 @@ class OpenAlex(Driver):
     requires_key: ClassVar[bool] = True
     _max_per_request: ClassVar[int] = 200
 
-    def __init__(
-        self, settings: EngineSettings | None = None, *, clock: Callable[[], float] = time.time
-    ) -> None:
-        super().__init__(settings)
-        self._clock = clock
-
     def build_request(self, params: SearchParams) -> EngineRequest:
         query = [
             ("search", params.query),
@@ -130,7 +121,7 @@ class OpenAlex(Driver):
         if params.language is not None and params.language in _LANGUAGES:
             filters.append(f"language:{params.language}")
         if params.time_range is not None:
-            now = self._clock()
+            now = self.now()
             since = utc_day(window_start(params.time_range, now))
             filters += [f"from_publication_date:{since}", f"to_publication_date:{utc_day(now)}"]
         if filters:

@@ -36,8 +36,6 @@ exceeded"}` under 200: both rate_limited. An esearch `ERROR` or any other
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import ClassVar, Final
 
@@ -51,7 +49,6 @@ from rypsok.core.engines.base import (
     EngineFailure,
     EngineRequest,
     EngineResponse,
-    EngineSettings,
     FailureClass,
     FollowUp,
     RawHit,
@@ -172,12 +169,6 @@ class PubMed(Driver):
     options_model: ClassVar[type[EngineConfig]] = PubMedConfig
     _max_per_request: ClassVar[int] = 100  # kept small: esummary is asked for every id
 
-    def __init__(
-        self, settings: EngineSettings | None = None, *, clock: Callable[[], float] = time.time
-    ) -> None:
-        super().__init__(settings)
-        self._clock = clock
-
     def _url(self, name: str) -> str:
         return f"{self.endpoint.rstrip('/')}/{name}"
 
@@ -205,7 +196,7 @@ class PubMed(Driver):
             ("sort", "relevance"),
         ]
         if params.time_range is not None:
-            now = self._clock()
+            now = self.now()
             query += [
                 ("datetype", "pdat"),
                 ("mindate", _ncbi_day(window_start(params.time_range, now))),

@@ -1,4 +1,4 @@
-"""A local HTTPS site for fetch tests: a CA and a certificate made at test time.
+"""A local HTTPS site for tests (fetch, egress): a CA and a certificate made at test time.
 
 The certificate names the addresses and host names the test asks for, so a
 fetch of `https://127.0.0.9/` or of `https://pages.test/` verifies as it would
