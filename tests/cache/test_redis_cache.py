@@ -323,3 +323,27 @@ async def test_redis_entries_expire_and_no_url_is_kept_outside_strict_mode(
     assert result.structured_content is not None and cache_notices(result.structured_content) == []
     assert asked(providers, WIKIPEDIA) == 2
     assert not [key for key, _ in redis_server.dump() if key.startswith(b"rypsok:u:")]
+
+
+@pytest.mark.req("REQ-CMP-002", "REQ-TEST-010")
+async def test_a_429_seen_just_before_shutdown_still_reaches_the_other_instances(
+    redis_server: RedisServer,
+) -> None:
+    """REQ-CMP-002: closing an instance first sends the spacing it widened, then disconnects.
+
+    The widening is sent in the background (a 429 is reported from sync code);
+    without a drain at close, a process that stops right after a 429 would leave
+    the other instances spacing the provider as if nothing had happened.
+    """
+    services = Services(redis_config("http://127.0.0.1:9", redis_server))
+    driver = next(d for d, enabled in services.engines if enabled)
+    queue = services.shared.queue_factory(
+        driver, min_interval_ms=1_000, max_concurrency=1,
+        process_slots=anyio.CapacityLimiter(1), clock=anyio.current_time,
+    )  # fmt: skip
+    queue.rate_limited(2_000)
+    await services.aclose()  # at once: the widening has not been sent yet
+    spacing = [key for key, _ in redis_server.dump() if key.startswith(b"rypsok:s")]
+    assert len(spacing) == 1
+    state = redis_server.command("HGETALL", spacing[0].decode())
+    assert int(state[b"factor"]) == 2 and int(state[b"blocked"]) > 0

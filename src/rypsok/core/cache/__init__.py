@@ -96,4 +96,6 @@ class SharedState:
 
     async def aclose(self) -> None:
         if self.link is not None:
+            # Adjustments still in flight go out first, each within its own deadline.
+            await self.queue_factory.drain(2 * self.link.deadline_s)
             await self.link.aclose()

@@ -59,7 +59,7 @@ class RedisLink:
             retry=Retry(NoBackoff(), 0),
             health_check_interval=0,
         )
-        self._deadline_s = deadline_s
+        self.deadline_s = deadline_s
         self._metrics = metrics
         self._clock = clock
         self._retry_s = retry_s
@@ -72,7 +72,7 @@ class RedisLink:
             self._fell_back(what)
             raise SharedStateUnavailable(what)
         try:
-            with anyio.fail_after(self._deadline_s):
+            with anyio.fail_after(self.deadline_s):
                 result = await operation(self.client)
         except (TimeoutError, RedisError, OSError) as exc:
             self._failed(what, exc)

@@ -147,6 +147,16 @@ class _Background:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def drain(self, timeout_s: float) -> None:
+        """Let pending adjustments reach Redis before the connection closes.
+
+        A 429 seen just before shutdown would otherwise never widen the other
+        instances' spacing. Each adjustment is already bounded by LIM-K4; the
+        timeout only guards against a task that never ends.
+        """
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timeout_s)
+
 
 class SharedEngineQueue(EngineQueue):
     """An engine's queue whose start times are reserved in Redis (decision 1, N instances)."""
@@ -240,6 +250,9 @@ class SpacingFactory:
         self._layout = layout
         self._instances = instances
         self._background = _Background()
+
+    async def drain(self, timeout_s: float) -> None:
+        await self._background.drain(timeout_s)
 
     def __call__(
         self,
