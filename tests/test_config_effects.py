@@ -20,7 +20,8 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import stdio_client
 
-from rypsok.core.config import ConfigError, reference_rows
+from rypsok.core.config import ConfigError
+from rypsok.core.config_reference import reference_rows
 from tests.fakes.provider_server import ProviderServer, Route
 from tests.support import (
     ENGINE_PATHS,

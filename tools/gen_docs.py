@@ -9,7 +9,7 @@ from __future__ import annotations
 import pathlib
 import re
 
-from rypsok.core.config import reference_table
+from rypsok.core.config_reference import reference_table
 from rypsok.core.engines.registry import engine_models
 from rypsok.core.limits_table import limits_table
 

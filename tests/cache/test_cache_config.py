@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from rypsok.core import limits
-from rypsok.core.config import ConfigError, cache_secret_problems, reference_rows
+from rypsok.core.config import ConfigError, cache_secret_problems
+from rypsok.core.config_reference import reference_rows
 from tests.support import child_env, config_from
 
 

@@ -28,6 +28,11 @@ from tests.mcp.http_support import KEY_A, KEY_B, bearer, free_listener
 from tests.support import ENGINE_PATHS, OK_FIXTURES, SERVE, child_env
 
 ARXIV_SPACING_S = 3.0  # LIM-C9 of arXiv's admission record
+# Starts are spaced in Redis; the fake provider sees arrivals, and on a loaded
+# 2-core machine the first sender's request can leave a little after its reserved
+# start (2.995 s measured once at load 10). Uncoordinated instances would send
+# within milliseconds of each other, so this tolerance still tells the two apart.
+ARRIVAL_TOLERANCE_S = 0.25
 SCIENCE = ("arxiv", "europepmc", "crossref")
 
 
@@ -166,7 +171,7 @@ async def test_two_instances_share_spacing_limits_and_returned_urls(
 
     arxiv = [r.arrived for r in provider.requests_to(ENGINE_PATHS["arxiv"])]
     assert len(arxiv) == 3, "each search's arXiv turn fits in the 8 s deadline"
-    assert min(gaps(arxiv)) >= ARXIV_SPACING_S, gaps(arxiv)
+    assert min(gaps(arxiv)) >= ARXIV_SPACING_S - ARRIVAL_TOLERANCE_S, gaps(arxiv)
     # Europe PMC and Crossref are spaced 200 ms by their records: at that scale an
     # arrival is a start plus the sender's scheduling delay, which on a loaded
     # machine exceeds the 50 ms margin, so only arXiv's 3 s is asserted on arrivals.

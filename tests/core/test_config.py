@@ -17,8 +17,8 @@ from rypsok.core.config import (
     SecretRef,
     load_config,
     parse_config,
-    reference_table,
 )
+from rypsok.core.config_reference import reference_table
 from rypsok.core.engines.registry import known_ids
 from tests.support import child_env, config_from, write_config
 

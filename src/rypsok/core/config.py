@@ -8,8 +8,8 @@ value outside its bound or a broken cross-check stops start-up with a
 (REQ-CFG-005). Secrets are references only, `{ env = "NAME" }` or
 `{ file = "path" }` (REQ-CFG-004), resolved into `Secret`, whose repr redacts.
 
-`docs/configuration.md` carries the table `reference_table()` renders; a test
-fails when the two differ.
+`docs/configuration.md` carries the table `config_reference.reference_table()`
+renders; a test fails when the two differ.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import re
 import tomllib
 import urllib.parse
 from collections.abc import Iterator, Mapping
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -706,78 +706,3 @@ def load_config(path: str | None, known_engines: frozenset[str] | EngineModels) 
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"configuration file is not valid TOML: {exc}") from None
     return parse_config(data, known_engines)
-
-
-# -- the reference table of docs/configuration.md -------------------------------------------
-
-_Row = tuple[str, str, str, str, str]
-
-
-def _type_name(annotation: Any) -> str:
-    origin, args = get_origin(annotation), get_args(annotation)
-    if origin is Literal:
-        return " or ".join(f'"{a}"' if isinstance(a, str) else str(a) for a in args)
-    if origin is tuple:
-        return f"list of {_type_name(args[0])}"
-    if args and type(None) in args:
-        return " or ".join(_type_name(a) for a in args if a is not type(None)) + " (optional)"
-    if annotation is SecretRef:
-        return "secret reference"
-    if annotation is HttpKey:
-        return "table"
-    return {bool: "boolean", int: "integer", str: "string"}.get(annotation, str(annotation))
-
-
-def _toml_value(value: Any) -> str:
-    if value is None:
-        return "(unset)"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f'"{value}"'
-    if isinstance(value, tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return str(value)
-
-
-def _rows(model: type[BaseModel], prefix: str) -> Iterator[_Row]:
-    for name, field in model.model_fields.items():
-        key = f"{prefix}{name}"
-        annotation = field.annotation
-        if (
-            isinstance(annotation, type)
-            and issubclass(annotation, _Section)
-            and annotation is not SecretRef
-        ):
-            yield from _rows(annotation, f"{key}.")
-            continue
-        bounds = [m for m in field.metadata if hasattr(m, "ge") or hasattr(m, "le")]
-        low = next((m.ge for m in bounds if getattr(m, "ge", None) is not None), None)
-        high = next((m.le for m in bounds if getattr(m, "le", None) is not None), None)
-        bound = f"{low}–{high}" if low is not None else ""
-        default = "(required)" if field.is_required() else _toml_value(field.get_default())
-        yield key, _type_name(annotation), default, bound, field.description or ""
-
-
-def reference_rows(engine_models: EngineModels | None = None) -> list[_Row]:
-    """Every key with its type, default, bound and meaning; engines as `engines.<id>`.
-
-    With the registry's engine models, each engine's own typed settings follow
-    as `engines.<that id>.<key>` rows, at the end.
-    """
-    rows = [r for r in _rows(Config, "") if r[0] != "engines"]
-    rows += list(_rows(EngineConfig, "engines.<id>."))
-    rows += [(f"http.keys[].{r[0]}", *r[1:]) for r in _rows(HttpKey, "")]
-    rows = [r for r in rows if not r[0].startswith("http.keys.")]
-    for engine_id, model in sorted((engine_models or {}).items()):
-        own = [r for r in _rows(model, "") if r[0] not in EngineConfig.model_fields]
-        rows += [(f"engines.{engine_id}.{r[0]}", *r[1:]) for r in own]
-    return rows
-
-
-def reference_table(engine_models: EngineModels | None = None) -> str:
-    lines = ["| key | type | default | bound | meaning |", "|---|---|---|---|---|"]
-    for key, type_name, default, bound, meaning in reference_rows(engine_models):
-        cells = (key, type_name, default, bound, meaning)
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(lines)

@@ -7,7 +7,8 @@ import pathlib
 
 import pytest
 
-from rypsok.core.config import EngineConfig, reference_table
+from rypsok.core.config import EngineConfig
+from rypsok.core.config_reference import reference_table
 from rypsok.core.engines.base import EngineSettings
 from rypsok.core.engines.registry import DRIVER_CLASSES, engine_models
 from rypsok.core.services import engine_categories, engine_states
