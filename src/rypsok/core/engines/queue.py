@@ -89,12 +89,18 @@ class EngineQueue:
         base_ms = max(self.min_interval_ms, 100) if self._factor > 1 else self.min_interval_ms
         return (base_ms * self._factor + SPACING_MARGIN_MS) / 1000.0
 
-    async def _take_process_slot(self) -> None:
+    async def _take_process_slot(self, caller: str) -> None:
         """LIM-C1; shared fairly (callers in turn) when the pipeline made it a FairSlots."""
         if isinstance(self._process_slots, FairSlots):
-            await self._process_slots.acquire(current_caller.get())
+            await self._process_slots.acquire(caller)
         else:
             await self._process_slots.acquire()
+
+    def _give_process_slot(self, caller: str) -> None:
+        if isinstance(self._process_slots, FairSlots):
+            self._process_slots.release(caller)
+        else:
+            self._process_slots.release()
 
     def _reserve_start(self, deadline: float) -> float:
         """The start of this request's turn, or NotSent; a refused turn reserves nothing."""
@@ -116,13 +122,14 @@ class EngineQueue:
     @asynccontextmanager
     async def turn(self, deadline: float) -> AsyncIterator[None]:
         """Wait for this request's turn; NotSent (a timeout) if it would come too late."""
+        caller = current_caller.get()
         with anyio.move_on_after(max(0.0, deadline - self._clock())) as waiting:
-            await self._engine_slots.acquire(current_caller.get())
+            await self._engine_slots.acquire(caller)
         if waiting.cancelled_caught:
             raise self._not_sent(deadline)
         try:
             with anyio.move_on_after(max(0.0, deadline - self._clock())) as waiting:
-                await self._take_process_slot()
+                await self._take_process_slot(caller)
             if waiting.cancelled_caught:
                 raise self._not_sent(deadline)
             try:
@@ -130,9 +137,9 @@ class EngineQueue:
                 await anyio.sleep(max(0.0, start - self._clock()))
                 yield
             finally:
-                self._process_slots.release()
+                self._give_process_slot(caller)
         finally:
-            self._engine_slots.release()
+            self._engine_slots.release(caller)
 
     def rate_limited(self, retry_after_ms: int | None) -> None:
         """A 429, throttle signal or Retry-After: widen the spacing, honour Retry-After."""

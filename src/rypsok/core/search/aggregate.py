@@ -219,6 +219,7 @@ class SearchPipeline:
         *,
         cache: AnswerCache | None = None,  # hook (issue 12): None, nothing is cached
         queue_factory: QueueFactory = local_queue,  # hook (issue 12): shared spacing
+        parse_slots: anyio.CapacityLimiter | None = None,
     ) -> None:
         self.engines = list(engines)
         self._cache = cache
@@ -228,10 +229,11 @@ class SearchPipeline:
         self._metrics = metrics
         self._clock = clock
         # LIM-C1, handed to waiting callers in turn across all engines.
-        process_slots = FairSlots(config.search.engines_in_flight)
-        # Scraping drivers parse pages off the event loop, at most LIM-C5 at a time.
-        self._parse_slots = anyio.CapacityLimiter(config.fetch.parse_tasks)
-        self._queues = {d.id: self._queue_for(d, process_slots) for d in self.engines}
+        self.process_slots = FairSlots(config.search.engines_in_flight)
+        # Scraping drivers parse pages off the event loop, at most LIM-C5 at a time,
+        # counted with web_fetch's parses: Services passes the process's one limiter.
+        self._parse_slots = parse_slots or anyio.CapacityLimiter(config.fetch.parse_tasks)
+        self._queues = {d.id: self._queue_for(d, self.process_slots) for d in self.engines}
         self.breakers = {
             d.id: CircuitBreaker.from_config(
                 d.id, config.breaker, clock=clock, on_event=_log_transition
