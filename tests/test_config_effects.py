@@ -98,6 +98,7 @@ READERS: dict[str, tuple[str, str]] = {
     "http.stream_ms": ("mcp/http/plan.py", "http"),
     "http.oauth": ("mcp/http/plan.py", "http"),
     "http.metrics_path": ("mcp/http/plan.py", "http"),
+    "http.metrics_caller_labels": ("mcp/http/exposition.py", "self.services.config.http"),
     "http.sessions_per_caller": ("mcp/http/plan.py", "http"),
     "http.session_idle_s": ("mcp/http/plan.py", "http"),
     "http.head_ms": ("mcp/http/plan.py", "http"),

@@ -442,6 +442,10 @@ class HttpConfig(_Section):
         default=None, description="[http.oauth] OAuth 2.1 resource server (bearer JWTs)"
     )
     metrics_path: str = Field(default="/metrics", description="Prometheus text endpoint")
+    metrics_caller_labels: bool = Field(
+        default=False,
+        description="REQ-OBS-008 add per-caller series (caller names as labels) to the metrics",
+    )
     handshake_revisions: bool = Field(
         default=True,
         description="REQ-MCP-006 serve the handshake-based revisions (sessions) besides the "

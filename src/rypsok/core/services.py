@@ -39,7 +39,7 @@ from rypsok.core.engines import registry
 from rypsok.core.engines.base import Category, Driver, EngineFailure, EngineRequest, TimeRange
 from rypsok.core.engines.transport import EngineEgress
 from rypsok.core.invocation import InvocationLimiter
-from rypsok.core.metrics import Metrics
+from rypsok.core.metrics import CountedCache, Metrics
 from rypsok.core.privacy import CredentialMode, find_credentials, mask_credentials
 from rypsok.core.search.aggregate import SearchPipeline, SearchRequest
 
@@ -118,7 +118,9 @@ class Services:
             config,
             self.metrics,
             clock,
-            cache=self.shared.cache,
+            cache=None
+            if self.shared.cache is None
+            else CountedCache(self.shared.cache, self.metrics),
             queue_factory=self.shared.queue_factory,
             parse_slots=self.parse_slots,
         )
@@ -248,7 +250,7 @@ class Services:
                     retryable=True,
                 ).info,
             )
-        self._record(spec.name, started, response)
+        self._record(spec.name, caller, started, response)
         return response
 
     async def _run(
@@ -275,16 +277,16 @@ class Services:
                 retryable=True,
             )
 
-    def _record(self, tool: str, started: float, response: contract.Envelope) -> None:
+    def _record(self, tool: str, caller: str, started: float, response: contract.Envelope) -> None:
         elapsed_ms = (time.monotonic() - started) * 1000.0
         error = response.error
-        self.metrics.call_finished(tool, elapsed_ms, error.kind.value if error else None)
+        self.metrics.call_finished(tool, elapsed_ms, error.kind.value if error else None, caller)
         reason = (error.detail.reason or error.kind.value) if error else None
         if error is not None and (
             error.kind in (ErrorKind.INVALID_REQUEST, ErrorKind.DENIED)
             or reason == UnavailableReason.RATE_LIMIT
         ):
-            self.metrics.refused(tool, reason or error.kind.value)
+            self.metrics.refused(tool, reason or error.kind.value, caller)
         logs.event(
             log,
             "call",

@@ -236,12 +236,16 @@ class SearchPipeline:
         self._queues = {d.id: self._queue_for(d, self.process_slots) for d in self.engines}
         self.breakers = {
             d.id: CircuitBreaker.from_config(
-                d.id, config.breaker, clock=clock, on_event=_log_transition
+                d.id, config.breaker, clock=clock, on_event=self._circuit_changed
             )
             for d in self.engines
         }
         self._preference = [d.id for d in self.engines]
         self._in_flight: dict[tuple[str, str, SearchParams], _Shared] = {}
+
+    def _circuit_changed(self, event: CircuitEvent) -> None:
+        _log_transition(event)
+        self._metrics.circuit_changed(event.engine, event.state.value)
 
     def _queue_for(self, driver: Driver, process_slots: FairSlots) -> EngineQueue:
         own = self._config.engines.get(driver.id)
@@ -333,6 +337,7 @@ class SearchPipeline:
         try:
             async with queue.turn(deadline):
                 sent = self._clock()
+                self._metrics.queue_waited(driver.id, (sent - started) * 1000.0)
                 budget_ms = int(min(self._config.search.engine_timeout_ms,
                                     (deadline - sent) * 1000))  # fmt: skip
 
@@ -352,6 +357,7 @@ class SearchPipeline:
                     queue.pause(parsed.pause_ms)
                 hits = tuple(parsed)
         except NotSent as refused:
+            self._metrics.queue_waited(driver.id, (self._clock() - started) * 1000.0)
             return EngineAnswer(driver.id, failure=FailureClass.TIMEOUT, not_sent=refused.why)
         except EngineFailure as failure:
             # A throttle, or a Retry-After on any answer (a 503, another 5xx), widens
