@@ -62,11 +62,17 @@ class FairSlots:
         """No slot held and nobody waiting: the owner may drop this instance."""
         return self._free == self.slots and not self._waiting
 
-    async def acquire(self, caller: str) -> None:
+    def try_acquire(self, caller: str) -> bool:
+        """Take a slot if one is free for this caller now, without waiting."""
         # A waiter below its share exists only while no slot is free, so a free slot
         # and an own count below the share mean nobody eligible is ahead.
         if self._free > 0 and self._held[caller] < self.per_caller:
             self._take(caller)
+            return True
+        return False
+
+    async def acquire(self, caller: str) -> None:
+        if self.try_acquire(caller):
             return
         handed = anyio.Event()
         self._waiting.setdefault(caller, deque()).append(handed)

@@ -16,7 +16,8 @@ Every step that refuses ends the call with one error of the contract; no
 external text reaches an error except a redirect's location and an
 unsupported media type, both validated external identifiers (REQ-SEC-001).
 The whole call is bounded by LIM-F5; concurrency by LIM-C3 per process and
-LIM-C4 per host; nothing fetched is kept after the call (REQ-CMP-006).
+LIM-C4 per host, shared between callers (`slots.py`); nothing fetched is kept
+after the call (REQ-CMP-006).
 
 An extraction the call abandons at LIM-F5 is told to stop (a flag the parser
 checks before each slice, `parse.cancellable`) and keeps its LIM-C5 permit and
