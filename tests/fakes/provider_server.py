@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import gzip
 import http
+import ssl
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -142,8 +143,10 @@ class ProviderServer:
         routes: Mapping[str, Route | Iterable[Route]] | None = None,
         *,
         host: str = "127.0.0.1",
+        tls: ssl.SSLContext | None = None,  # serve https with this server context
     ) -> None:
         self._routes: dict[str, deque[Route]] = {}
+        self._tls = tls
         for path, route in (routes or {}).items():
             self.route(path, *([route] if isinstance(route, Route) else route))
         self._host = host
@@ -170,7 +173,8 @@ class ProviderServer:
     def base_url(self) -> str:
         if self._server is None:
             raise RuntimeError("the server is not running")
-        return f"http://{self._host}:{self._port}"
+        scheme = "http" if self._tls is None else "https"
+        return f"{scheme}://{self._host}:{self._port}"
 
     def url(self, path: str) -> str:
         return f"{self.base_url}{path}"
@@ -180,7 +184,7 @@ class ProviderServer:
 
     async def __aenter__(self) -> Self:
         self._server = await asyncio.start_server(
-            self._connection, self._host, 0, limit=_MAX_HEAD_BYTES
+            self._connection, self._host, 0, limit=_MAX_HEAD_BYTES, ssl=self._tls
         )
         self._port = self._server.sockets[0].getsockname()[1]
         return self

@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from rypsok.core.config import Config
+from rypsok.core.egress.client import EgressClient
 from rypsok.core.services import Services
 from rypsok.mcp.http.layers import HttpApp, build_http_app
 from rypsok.mcp.http.plan import HttpPlan, plan_http
@@ -91,11 +92,17 @@ class RunningHttp:
 
 @contextlib.asynccontextmanager
 async def running_http(
-    config: Config, listener: socket.socket, scheme: str = "http"
+    config: Config,
+    listener: socket.socket,
+    scheme: str = "http",
+    egress: EgressClient | None = None,
 ) -> AsyncIterator[RunningHttp]:
-    """rypsok's HTTP app under uvicorn on the test's loop, on an already bound listener."""
+    """rypsok's HTTP app under uvicorn on the test's loop, on an already bound listener.
+
+    `egress` replaces the process's egress client (a test's own trust store).
+    """
     plan = plan_http(config)
-    services = Services(config)
+    services = Services(config, egress=egress)
     app = build_http_app(services, plan)
     server = make_server(app, plan)
     port = listener.getsockname()[1]

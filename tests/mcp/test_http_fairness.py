@@ -12,6 +12,8 @@ import pytest
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from rypsok.core import limits
+from rypsok.core.services import Services
 from rypsok.mcp.http.plan import plan_http
 from tests.fakes.provider_server import ProviderServer, Route
 from tests.mcp.http_support import (
@@ -100,6 +102,64 @@ def test_the_per_caller_share_defaults_to_a_quarter_of_the_pool(tmp_path: pathli
     assert shares == {1: 1, 4: 2, 1000: 250}
 
 
+SLOW_S = 3.0  # each of a's fetches; b's fetch must not wait for one of them
+
+
+@pytest.mark.req("REQ-SEC-019", "REQ-TEST-014")
+async def test_one_callers_50_slow_fetches_leave_anothers_fetch_prompt(
+    tmp_path: pathlib.Path,
+) -> None:
+    """REQ-SEC-019: a's 50 concurrent fetches of a slow site, b's fetch of that site: prompt.
+
+    Default limits (LIM-C3 = 8, LIM-C4 = 2). a holds at most its LIM-C10
+    share (6) of the fetch slots and its LIM-C12 share (1) of the host's
+    two slots, so b finds both a fetch slot and a host slot free. Without
+    either share, b waits for one of a's 3 s fetches to end.
+    """
+    table = {
+        "/slow": Route(delay_s=SLOW_S, headers={"content-type": "text/html"}, body=b"<p>s</p>"),
+        "/fast": Route(headers={"content-type": "text/html"}, body=b"<p>fast</p>"),
+    }
+    async with ProviderServer(table) as provider:
+        port = int(provider.base_url.rsplit(":", 1)[1])
+        base = {
+            "egress": {"allow": ["127.0.0.1/32"]},
+            "fetch": {"allow_http": True, "ports": [port], "robots_txt": False},
+            "limits": {"web_fetch_per_minute": 100},
+        }
+        listener = free_listener()
+        config = http_config(tmp_path, listener.getsockname()[1], base)
+        async with (
+            running_http(config, listener) as running,
+            httpx2.AsyncClient(headers=bearer(KEY_A), timeout=60) as http_a,
+            httpx2.AsyncClient(headers=bearer(KEY_B), timeout=60) as http_b,
+            Client(streamable_http_client(running.url, http_client=http_a)) as client_a,
+            Client(streamable_http_client(running.url, http_client=http_b)) as client_b,
+        ):
+            slots = running.services.fetch_pipeline.slots.in_flight
+            elapsed: dict[str, float] = {}
+
+            async def fetch_a() -> None:
+                await client_a.call_tool("web_fetch", {"url": provider.url("/slow")})
+
+            async with anyio.create_task_group() as group:
+                for _ in range(50):
+                    group.start_soon(fetch_a)
+                for _ in range(200):  # a's burst takes its share (at most 10 s); 44 queue
+                    if slots.held_by("a") >= limits.FETCHES_PER_CALLER:
+                        break
+                    await anyio.sleep(0.05)
+                await anyio.sleep(0.2)
+                held_by_a = slots.held_by("a")
+                started = anyio.current_time()
+                result = await client_b.call_tool("web_fetch", {"url": provider.url("/fast")})
+                elapsed["b"] = anyio.current_time() - started
+                group.cancel_scope.cancel()  # a's remaining fetches are not waited for
+    assert not result.is_error, result.structured_content
+    assert elapsed["b"] < SLOW_S / 2, elapsed
+    assert held_by_a == limits.FETCHES_PER_CALLER
+
+
 @pytest.mark.req("REQ-SEC-019", "REQ-TEST-014")
 async def test_one_callers_burst_of_slow_fetches_leaves_anothers_fetch_prompt(
     tmp_path: pathlib.Path,
@@ -147,3 +207,31 @@ async def test_one_callers_burst_of_slow_fetches_leaves_anothers_fetch_prompt(
                 await anyio.sleep(0.3)  # a's burst holds both slots and queues the rest
                 group.start_soon(fetch_b)
     assert elapsed["b"] < 2.5, elapsed
+
+
+@pytest.mark.req("REQ-SEC-019")
+async def test_the_http_listener_divides_the_slots_and_stdio_keeps_them_whole(
+    tmp_path: pathlib.Path,
+) -> None:
+    """REQ-SEC-019: HTTP mode applies the configured LIM-C10/C11 shares; stdio has none."""
+    base = {
+        "search": {"engines_in_flight": 10, "engines_in_flight_per_caller": 5},
+        "fetch": {"fetches_in_flight": 4, "fetches_per_caller": 3},
+    }
+    listener = free_listener()
+    config = http_config(tmp_path, listener.getsockname()[1], base)
+    async with running_http(config, listener) as running:
+        divided = (
+            running.services.search_pipeline.process_slots.per_caller,
+            running.services.fetch_pipeline.slots.in_flight.per_caller,
+            running.services.fetch_pipeline.slots.host_share(),
+        )
+    alone = Services(config)
+    whole = (
+        alone.search_pipeline.process_slots.per_caller,
+        alone.fetch_pipeline.slots.in_flight.per_caller,
+        alone.fetch_pipeline.slots.host_share(),
+    )
+    await alone.aclose()
+    assert divided == (5, 3, 1)
+    assert whole == (10, 4, 2)

@@ -1,8 +1,9 @@
 """OAuth 2.1 resource server over HTTP, against a local issuer made in the test.
 
-The issuer is a key pair per case made here and a JWKS served on loopback
-(fetched through the engine egress profile, loopback admitted by
-`[egress] allow` as for an engine endpoint); tokens are minted per case.
+The issuer is a key pair per case made here and a JWKS served over HTTPS on
+loopback with a certificate of a CA made here (fetched through the engine
+egress profile, loopback admitted by `[egress] allow` as for an engine
+endpoint, the test's CA its only trust); tokens are minted per case.
 """
 
 from __future__ import annotations
@@ -26,12 +27,19 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from rypsok.core.config import ConfigError
+from rypsok.core.egress.client import EgressClient
+from rypsok.core.egress.policy import EgressRules
+from rypsok.core.services import user_agent
+from rypsok.mcp.http.plan import plan_http
 from tests.fakes.provider_server import ProviderServer, Route
 from tests.mcp.http_support import RawMcp, RunningHttp, free_listener, http_config, running_http
+from tests.tls_site import SiteCertificates, site_certificates
 
 ISSUER = "https://issuer.example"
 AUDIENCE = "https://rypsok.example/mcp"
 JWKS_PATH = "/jwks.json"
+LOOPBACK = "127.0.0.1/32"
 SCOPES = "rypsok:search rypsok:fetch"
 
 
@@ -92,14 +100,24 @@ async def issuer_and_rypsok(
         rotated=rsa.generate_private_key(public_exponent=65537, key_size=2048),
     )
     route = Route(headers={"content-type": "application/json"}, body=issuer.jwks())
-    async with ProviderServer({JWKS_PATH: route}) as provider:
+    certs = site_certificates(tmp_path, [], ["127.0.0.1"])
+    async with ProviderServer({JWKS_PATH: route}, tls=certs.server_context()) as provider:
         listener = free_listener()
         oauth = {"issuer": ISSUER, "audience": AUDIENCE, "jwks_url": provider.url(JWKS_PATH),
                  "jwks_refresh_s": 1, "skew_s": 30}  # fmt: skip
-        base = {"egress": {"allow": ["127.0.0.1/32"]}}
+        base = {"egress": {"allow": [LOOPBACK]}}
         config = http_config(tmp_path, listener.getsockname()[1], base, oauth=oauth)
-        async with running_http(config, listener) as running:
+        async with running_http(config, listener, egress=trusting(certs)) as running:
             yield issuer, provider, running
+
+
+def trusting(certs: SiteCertificates) -> EgressClient:
+    """The production egress client, with loopback allowed and the test's CA as its only trust."""
+    return EgressClient(
+        user_agent=user_agent(None),
+        rules=EgressRules.from_strings(allow=(LOOPBACK,), deny=()),
+        ssl_context=certs.client_context(),
+    )
 
 
 async def opening_status(running: RunningHttp, token: str | None) -> httpx2.Response:
@@ -246,3 +264,38 @@ async def test_a_jwks_file_serves_as_the_issuers_keys_and_is_reread_on_rotation(
         jwks_file.write_bytes(issuer.jwks(rotated=True))
         await anyio.sleep(1.1)
         assert (await opening_status(running, rotated)).status_code == 200
+
+
+@pytest.mark.req("REQ-SEC-018", "REQ-SEC-017")
+async def test_a_jwks_whose_certificate_the_egress_does_not_trust_admits_no_token(
+    tmp_path: pathlib.Path,
+) -> None:
+    """REQ-SEC-018: the JWKS's TLS certificate is verified: under the system store only,
+    a JWKS served with the test's private CA is never read, and a valid token gets 401."""
+    issuer = Issuer(
+        rsa_key=rsa.generate_private_key(public_exponent=65537, key_size=2048),
+        ec_key=ec.generate_private_key(ec.SECP256R1()),
+        rotated=rsa.generate_private_key(public_exponent=65537, key_size=2048),
+    )
+    route = Route(headers={"content-type": "application/json"}, body=issuer.jwks())
+    certs = site_certificates(tmp_path, [], ["127.0.0.1"])
+    async with ProviderServer({JWKS_PATH: route}, tls=certs.server_context()) as provider:
+        listener = free_listener()
+        oauth = {"issuer": ISSUER, "audience": AUDIENCE, "jwks_url": provider.url(JWKS_PATH)}
+        base = {"egress": {"allow": [LOOPBACK]}}
+        config = http_config(tmp_path, listener.getsockname()[1], base, oauth=oauth)
+        token = jwt.encode(claims(), issuer.rsa_key, algorithm="RS256", headers={"kid": "r1"})
+        async with running_http(config, listener) as running:  # the production trust store
+            refused = await opening_status(running, token)
+        handshakes = len(provider.requests_to(JWKS_PATH))
+    assert refused.status_code == 401
+    assert handshakes == 0  # the TLS handshake failed before any request was sent
+
+
+@pytest.mark.req("REQ-SEC-018", "REQ-CFG-005")
+def test_a_plain_http_jwks_url_is_refused_naming_the_key(tmp_path: pathlib.Path) -> None:
+    """REQ-SEC-018: `jwks_url` must be https, loopback included: plain http is a check error."""
+    oauth = {"issuer": ISSUER, "audience": AUDIENCE, "jwks_url": "http://127.0.0.1:8080/jwks"}
+    config = http_config(tmp_path, 8750, {"egress": {"allow": [LOOPBACK]}}, oauth=oauth)
+    with pytest.raises(ConfigError, match=r"http\.oauth\.jwks_url: an https URL"):
+        plan_http(config)

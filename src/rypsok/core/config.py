@@ -121,6 +121,13 @@ class SearchConfig(_Section):
         limits.ENGINE_REQUESTS_IN_FLIGHT_RANGE,
         "LIM-C1 engine requests in flight, process",
     )
+    engines_in_flight_per_caller: int | None = Field(
+        default=None,
+        ge=1,
+        le=limits.ENGINE_REQUESTS_IN_FLIGHT_RANGE[1],
+        description="LIM-C11 HTTP mode: LIM-C1 slots one caller may hold; unset: "
+        "engines_in_flight less a quarter (at least one kept for others)",
+    )
     preference: StrList = Field(
         default=(), description="engine ids, most preferred first; others follow in default order"
     )
@@ -218,6 +225,13 @@ class FetchConfig(_Section):
     )
     fetches_in_flight: int = _bounded(
         limits.FETCHES_IN_FLIGHT, limits.FETCHES_IN_FLIGHT_RANGE, "LIM-C3"
+    )
+    fetches_per_caller: int | None = Field(
+        default=None,
+        ge=1,
+        le=limits.FETCHES_IN_FLIGHT_RANGE[1],
+        description="LIM-C10 HTTP mode: LIM-C3 slots one caller may hold; unset: "
+        "fetches_in_flight less a quarter (at least one kept for others)",
     )
     fetches_per_host: int = _bounded(
         limits.FETCHES_PER_HOST, limits.FETCHES_PER_HOST_RANGE, "LIM-C4"
@@ -428,6 +442,10 @@ class HttpConfig(_Section):
         default=None, description="[http.oauth] OAuth 2.1 resource server (bearer JWTs)"
     )
     metrics_path: str = Field(default="/metrics", description="Prometheus text endpoint")
+    metrics_caller_labels: bool = Field(
+        default=False,
+        description="REQ-OBS-008 add per-caller series (caller names as labels) to the metrics",
+    )
     handshake_revisions: bool = Field(
         default=True,
         description="REQ-MCP-006 serve the handshake-based revisions (sessions) besides the "

@@ -1,8 +1,9 @@
 """In-process metrics (REQ-OBS-002, -003, -007).
 
-Counters and latency windows live in memory and leave the process only through
-log lines and engine_status (REQ-OBS-008): `summary()` is the content of the
-`metrics` log line written at shutdown and every `logging.metrics_interval_s`.
+Counters and latency windows live in memory and leave the process through log
+lines, engine_status and, in HTTP mode, the metrics endpoint (REQ-OBS-008,
+docs/rfc-011-metrics.md): `summary()` is the content of the `metrics` log line
+written at shutdown and every `logging.metrics_interval_s`.
 It holds tool names, engine ids, error kinds, failure classes, reasons, counts
 and milliseconds, never a query, a URL or a key. A rising refused-call count is
 a defect of the interface (CLR-12): it means callers misread a tool.
@@ -14,9 +15,21 @@ import collections
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 from rypsok.core import limits
+
+if TYPE_CHECKING:
+    from rypsok.core.cache.entries import AnswerCache, CachedHits, EntryScope
+    from rypsok.core.engines.base import RawHit
+
+# Distinct callers counted under their own name (only for the operator's switch
+# `[http] metrics_caller_labels`); later ones share OTHER_CALLERS, so an issuer
+# minting subjects cannot grow the series without bound.
+CALLERS_COUNTED: Final = 256
+OTHER_CALLERS: Final = "(other)"
+# What the answer cache does per engine request (fixed vocabulary).
+CACHE_EVENTS: Final = ("hit", "miss", "store")
 
 # Bucket bounds of the latency histograms, in ms: from a cached answer to LIM-H5.
 LATENCY_BUCKETS_MS: tuple[float, ...] = (
@@ -63,12 +76,35 @@ class Metrics:
     # Latency histograms since start (cumulative counts per LATENCY_BUCKETS_MS bound).
     call_histograms: dict[str, Histogram] = field(default_factory=dict)
     engine_histograms: dict[str, Histogram] = field(default_factory=dict)
+    # (engine, state entered) of every circuit transition (REQ-OBS-004).
+    circuit_transitions: collections.Counter[tuple[str, str]] = field(
+        default_factory=collections.Counter
+    )
+    # Time a request waited in its engine's queue for its turn (slots and spacing).
+    queue_wait_histograms: dict[str, Histogram] = field(default_factory=dict)
+    # (engine, hit | miss | store) of the answer cache (issue 12).
+    cache_events: collections.Counter[tuple[str, str]] = field(default_factory=collections.Counter)
+    # (caller, tool) and (caller, tool, reason): kept always, exported only when the
+    # operator turns caller labels on; at most CALLERS_COUNTED names.
+    calls_by_caller: collections.Counter[tuple[str, str]] = field(
+        default_factory=collections.Counter
+    )
+    refused_by_caller: collections.Counter[tuple[str, str, str]] = field(
+        default_factory=collections.Counter
+    )
+    _callers: set[str] = field(default_factory=set)
 
-    def refused(self, tool: str, reason: str) -> None:
+    def refused(self, tool: str, reason: str, caller: str | None = None) -> None:
         self.refused_calls[(tool, reason)] += 1
+        if caller is not None:
+            self.refused_by_caller[(self._caller_label(caller), tool, reason)] += 1
 
-    def call_finished(self, tool: str, elapsed_ms: float, error_kind: str | None) -> None:
+    def call_finished(
+        self, tool: str, elapsed_ms: float, error_kind: str | None, caller: str | None = None
+    ) -> None:
         self.calls[tool] += 1
+        if caller is not None:
+            self.calls_by_caller[(self._caller_label(caller), tool)] += 1
         window = self.call_latency_ms.setdefault(tool, collections.deque(maxlen=1000))
         window.append(elapsed_ms)
         self.call_histograms.setdefault(tool, Histogram()).observe(elapsed_ms)
@@ -87,6 +123,23 @@ class Metrics:
         if failure_class is not None:
             self.engine_errors[(engine, failure_class)] += 1
 
+    def circuit_changed(self, engine: str, state: str) -> None:
+        self.circuit_transitions[(engine, state)] += 1
+
+    def queue_waited(self, engine: str, waited_ms: float) -> None:
+        self.queue_wait_histograms.setdefault(engine, Histogram()).observe(waited_ms)
+
+    def cache_event(self, engine: str, event: str) -> None:
+        self.cache_events[(engine, event)] += 1
+
+    def _caller_label(self, caller: str) -> str:
+        if caller in self._callers:
+            return caller
+        if len(self._callers) >= CALLERS_COUNTED:
+            return OTHER_CALLERS
+        self._callers.add(caller)
+        return caller
+
     def median_engine_latency_ms(self, engine: str) -> int | None:
         """Median of the last LIM-S11 completed requests, or None (REQ-STATUS-001)."""
         window = self.engine_latency_ms.get(engine)
@@ -104,7 +157,27 @@ class Metrics:
             "engine_requests": dict(sorted(self.engine_requests.items())),
             "engine_errors": _nested(self.engine_errors.items()),
             "engine_median_ms": _medians(self.engine_latency_ms),
+            "circuit_transitions": _nested(self.circuit_transitions.items()),
+            "cache": _nested(self.cache_events.items()),
+            "shared_state_fallbacks": dict(sorted(self.shared_state_fallbacks.items())),
         }
+
+
+class CountedCache:
+    """An answer cache whose hits, misses and stores are counted by engine."""
+
+    def __init__(self, cache: AnswerCache, metrics: Metrics) -> None:
+        self._cache = cache
+        self._metrics = metrics
+
+    async def get(self, scope: EntryScope) -> CachedHits | None:
+        found = await self._cache.get(scope)
+        self._metrics.cache_event(scope.engine, "miss" if found is None else "hit")
+        return found
+
+    async def put(self, scope: EntryScope, hits: tuple[RawHit, ...]) -> None:
+        await self._cache.put(scope, hits)
+        self._metrics.cache_event(scope.engine, "store")
 
 
 def _nested(counts: Iterable[tuple[tuple[str, str], int]]) -> dict[str, dict[str, int]]:

@@ -21,7 +21,7 @@ import anyio
 from rypsok import PROJECT_URL, __version__
 from rypsok.core import contract, limits, logs
 from rypsok.core.cache import SharedState
-from rypsok.core.callers import current_caller
+from rypsok.core.callers import caller_share, current_caller
 from rypsok.core.config import Config, ConfigError, load_config
 from rypsok.core.contract import (
     DeniedReason,
@@ -39,7 +39,7 @@ from rypsok.core.engines import registry
 from rypsok.core.engines.base import Category, Driver, EngineFailure, EngineRequest, TimeRange
 from rypsok.core.engines.transport import EngineEgress
 from rypsok.core.invocation import InvocationLimiter
-from rypsok.core.metrics import Metrics
+from rypsok.core.metrics import CountedCache, Metrics
 from rypsok.core.privacy import CredentialMode, find_credentials, mask_credentials
 from rypsok.core.search.aggregate import SearchPipeline, SearchRequest
 
@@ -108,14 +108,21 @@ class Services:
         self.egress = egress or build_egress(config)
         # Hook (issue 12): the result cache and the state instances share through Redis.
         self.shared = SharedState.build(config, self.metrics)
+        # LIM-C5: one limiter for every parse of the process, web_fetch's extractions
+        # and the scraping drivers' result pages alike.
+        self.parse_slots = anyio.CapacityLimiter(config.fetch.parse_tasks)
+        self._fetch_share: int | None = None  # LIM-C10 once divided between callers
         self.search_pipeline = SearchPipeline(
             self.active_engines(),
             EngineEgress(self.egress),
             config,
             self.metrics,
             clock,
-            cache=self.shared.cache,
+            cache=None
+            if self.shared.cache is None
+            else CountedCache(self.shared.cache, self.metrics),
             queue_factory=self.shared.queue_factory,
+            parse_slots=self.parse_slots,
         )
         self._fetch_pipeline: FetchPipeline | None = None
         per_minute = {
@@ -150,8 +157,28 @@ class Services:
         if self._fetch_pipeline is None:
             from rypsok.core.fetch.pipeline import FetchPipeline  # noqa: PLC0415 (lazy, see above)
 
-            self._fetch_pipeline = FetchPipeline(self.egress, self.config, self._clock)
+            pipeline = FetchPipeline(
+                self.egress, self.config, self._clock, parse_slots=self.parse_slots
+            )
+            if self._fetch_share is not None:
+                pipeline.slots.divide_between_callers(self._fetch_share)
+            self._fetch_pipeline = pipeline
         return self._fetch_pipeline
+
+    def divide_between_callers(self) -> None:
+        """HTTP mode: each caller holds at most its share of LIM-C1, LIM-C3, LIM-C4 (REQ-SEC-019).
+
+        stdio has one caller and keeps the whole capacity; the HTTP adapter
+        calls this once, before serving.
+        """
+        search, fetch = self.config.search, self.config.fetch
+        self.search_pipeline.process_slots.per_caller = min(
+            search.engines_in_flight,
+            search.engines_in_flight_per_caller or caller_share(search.engines_in_flight),
+        )
+        self._fetch_share = fetch.fetches_per_caller or caller_share(fetch.fetches_in_flight)
+        if self._fetch_pipeline is not None:
+            self._fetch_pipeline.slots.divide_between_callers(self._fetch_share)
 
     def active_engines(self) -> list[Driver]:
         return [driver for driver, enabled in self.engines if enabled and driver.active]
@@ -223,7 +250,7 @@ class Services:
                     retryable=True,
                 ).info,
             )
-        self._record(spec.name, started, response)
+        self._record(spec.name, caller, started, response)
         return response
 
     async def _run(
@@ -250,16 +277,16 @@ class Services:
                 retryable=True,
             )
 
-    def _record(self, tool: str, started: float, response: contract.Envelope) -> None:
+    def _record(self, tool: str, caller: str, started: float, response: contract.Envelope) -> None:
         elapsed_ms = (time.monotonic() - started) * 1000.0
         error = response.error
-        self.metrics.call_finished(tool, elapsed_ms, error.kind.value if error else None)
+        self.metrics.call_finished(tool, elapsed_ms, error.kind.value if error else None, caller)
         reason = (error.detail.reason or error.kind.value) if error else None
         if error is not None and (
             error.kind in (ErrorKind.INVALID_REQUEST, ErrorKind.DENIED)
             or reason == UnavailableReason.RATE_LIMIT
         ):
-            self.metrics.refused(tool, reason or error.kind.value)
+            self.metrics.refused(tool, reason or error.kind.value, caller)
         logs.event(
             log,
             "call",

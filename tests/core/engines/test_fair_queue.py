@@ -8,7 +8,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from rypsok.core.callers import FairSlots, current_caller
+from rypsok.core import limits
+from rypsok.core.callers import FairSlots, caller_share, current_caller
 from rypsok.core.engines.queue import EngineQueue
 
 
@@ -70,7 +71,7 @@ async def test_a_cancelled_waiter_hands_its_slot_on() -> None:
     await slots.acquire("a")
     with anyio.move_on_after(0.01):
         await slots.acquire("b")
-    slots.release()
+    slots.release("a")
     with anyio.fail_after(1):
         await slots.acquire("c")  # the slot b gave up is free
 
@@ -80,3 +81,80 @@ async def test_the_process_wide_slots_serve_callers_in_turn() -> None:
     """REQ-SEC-019: LIM-C1's slots, shared by all engines, are handed out in turn as well."""
     order = await _served_order([("a", 4), ("b", 2)], process_wide=True)
     assert order == ["a", "b", "a", "b", "a", "a"]
+
+
+@pytest.mark.req("REQ-SEC-019")
+def test_a_callers_share_keeps_a_quarter_of_each_pool_for_the_others() -> None:
+    """REQ-SEC-019: LIM-C10..C12 default to the pool less a quarter, at least one slot kept."""
+    shares = {pool: caller_share(pool) for pool in (1, 2, 3, 4, 8, 32, 64)}
+    assert shares == {1: 1, 2: 1, 3: 2, 4: 3, 8: 6, 32: 24, 64: 48}
+    assert caller_share(limits.FETCHES_IN_FLIGHT) == limits.FETCHES_PER_CALLER
+    assert caller_share(limits.ENGINE_REQUESTS_IN_FLIGHT) == limits.ENGINE_REQUESTS_PER_CALLER
+    assert caller_share(limits.FETCHES_PER_HOST) == limits.HOST_FETCHES_PER_CALLER
+
+
+@pytest.mark.req("REQ-SEC-019")
+async def test_a_caller_at_its_share_waits_while_the_kept_slots_serve_another() -> None:
+    """REQ-SEC-019: with 4 slots and a share of 3, a's fourth waits; b is served at once.
+
+    When one of a's slots frees, a's waiter gets it (a is below its share
+    again), and a release while a is at its share hands nothing to a.
+    """
+    slots = FairSlots(4, per_caller=3)
+    for _ in range(3):
+        await slots.acquire("a")
+    got: list[str] = []
+
+    async def take(caller: str) -> None:
+        await slots.acquire(caller)
+        got.append(caller)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(take, "a")
+        await anyio.sleep(0.01)
+        assert got == [] and slots.held_by("a") == 3  # a slot is free, but not for a
+        with anyio.fail_after(1):
+            await take("b")
+        assert got == ["b"]
+        slots.release("a")
+        await anyio.sleep(0.01)
+    assert got == ["b", "a"]
+    assert slots.held_by("a") == 3 and slots.held_by("b") == 1
+
+
+@pytest.mark.req("REQ-SEC-019")
+async def test_without_a_share_one_caller_uses_every_slot() -> None:
+    """REQ-SEC-019: stdio's one caller (no share set) takes the whole pool."""
+    slots = FairSlots(4)
+    with anyio.fail_after(1):
+        for _ in range(4):
+            await slots.acquire("local")
+    assert slots.held_by("local") == 4
+
+
+@pytest.mark.req("REQ-SEC-019")
+async def test_a_waiter_cancelled_after_its_hand_over_passes_the_slot_on() -> None:
+    """REQ-SEC-019: a slot handed to a waiter that is cancelled at once goes to the next one."""
+    slots = FairSlots(1)
+    await slots.acquire("a")
+    got: list[str] = []
+
+    doomed = anyio.CancelScope()
+    served = anyio.Event()
+
+    async def take(caller: str, scope: anyio.CancelScope) -> None:
+        with scope:
+            await slots.acquire(caller)
+            got.append(caller)
+            served.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(take, "b", doomed)
+        await anyio.sleep(0.01)
+        group.start_soon(take, "c", anyio.CancelScope())
+        await anyio.sleep(0.01)
+        doomed.cancel()  # b is cancelled, and before it runs again ...
+        slots.release("a")  # ... a's slot is handed to it
+        with anyio.fail_after(1):
+            await served.wait()
+    assert got == ["c"] and slots.held_by("c") == 1 and slots.held_by("b") == 0

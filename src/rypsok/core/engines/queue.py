@@ -1,10 +1,14 @@
 """Per-engine admission: one queue per engine, spaced by its rate, capped by its concurrency.
 
 Decision 1 of the specification, REQ-CMP-002, REQ-AGG-005, REQ-AGG-008. A
-request takes, in this order and first come first served:
+request takes, in this order, first come first served within one caller and
+in turn across callers (`FairSlots`, REQ-SEC-019):
 
 1. a slot of the engine's concurrency cap (LIM-C2, or lower per record);
-2. a slot of the process-wide cap (LIM-C1);
+2. a slot of the process-wide cap (LIM-C1, at most the caller's LIM-C11
+   share in HTTP mode); when none is at hand the engine slot goes back
+   while the request waits for it, so a waiting request never keeps
+   another caller off the engine;
 3. a start time: the later of now and the engine's next free start, which it
    then pushes one spacing further. Reading and pushing happen with no await
    in between, so concurrent searches queue up instead of racing a shared
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import anyio
@@ -89,12 +93,53 @@ class EngineQueue:
         base_ms = max(self.min_interval_ms, 100) if self._factor > 1 else self.min_interval_ms
         return (base_ms * self._factor + SPACING_MARGIN_MS) / 1000.0
 
-    async def _take_process_slot(self) -> None:
+    async def _take_process_slot(self, caller: str) -> None:
         """LIM-C1; shared fairly (callers in turn) when the pipeline made it a FairSlots."""
         if isinstance(self._process_slots, FairSlots):
-            await self._process_slots.acquire(current_caller.get())
+            await self._process_slots.acquire(caller)
         else:
             await self._process_slots.acquire()
+
+    def _try_process_slot(self, caller: str) -> bool:
+        if isinstance(self._process_slots, FairSlots):
+            return self._process_slots.try_acquire(caller)
+        try:
+            self._process_slots.acquire_nowait()
+        except anyio.WouldBlock:
+            return False
+        return True
+
+    def _give_process_slot(self, caller: str) -> None:
+        if isinstance(self._process_slots, FairSlots):
+            self._process_slots.release(caller)
+        else:
+            self._process_slots.release()
+
+    async def _within(self, deadline: float, wait: Callable[[], Awaitable[None]]) -> None:
+        """`wait()`, or NotSent when the deadline comes first."""
+        with anyio.move_on_after(max(0.0, deadline - self._clock())) as waiting:
+            await wait()
+        if waiting.cancelled_caught:
+            raise self._not_sent(deadline)
+
+    async def _take_slots(self, caller: str, deadline: float) -> None:
+        """The engine's slot and a LIM-C1 slot, never the first held while waiting for the second.
+
+        A caller at its LIM-C1 share (HTTP mode) would otherwise sit on this
+        engine's slots while it waits, and keep other callers off the engine.
+        So when no LIM-C1 slot is at hand, the engine slot goes back, the
+        request waits for a LIM-C1 slot, and then for the engine's again.
+        """
+        await self._within(deadline, lambda: self._engine_slots.acquire(caller))
+        if self._try_process_slot(caller):
+            return
+        self._engine_slots.release(caller)
+        await self._within(deadline, lambda: self._take_process_slot(caller))
+        try:
+            await self._within(deadline, lambda: self._engine_slots.acquire(caller))
+        except BaseException:
+            self._give_process_slot(caller)
+            raise
 
     def _reserve_start(self, deadline: float) -> float:
         """The start of this request's turn, or NotSent; a refused turn reserves nothing."""
@@ -116,23 +161,15 @@ class EngineQueue:
     @asynccontextmanager
     async def turn(self, deadline: float) -> AsyncIterator[None]:
         """Wait for this request's turn; NotSent (a timeout) if it would come too late."""
-        with anyio.move_on_after(max(0.0, deadline - self._clock())) as waiting:
-            await self._engine_slots.acquire(current_caller.get())
-        if waiting.cancelled_caught:
-            raise self._not_sent(deadline)
+        caller = current_caller.get()
+        await self._take_slots(caller, deadline)
         try:
-            with anyio.move_on_after(max(0.0, deadline - self._clock())) as waiting:
-                await self._take_process_slot()
-            if waiting.cancelled_caught:
-                raise self._not_sent(deadline)
-            try:
-                start = await self._reserve(deadline)
-                await anyio.sleep(max(0.0, start - self._clock()))
-                yield
-            finally:
-                self._process_slots.release()
+            start = await self._reserve(deadline)
+            await anyio.sleep(max(0.0, start - self._clock()))
+            yield
         finally:
-            self._engine_slots.release()
+            self._give_process_slot(caller)
+            self._engine_slots.release(caller)
 
     def rate_limited(self, retry_after_ms: int | None) -> None:
         """A 429, throttle signal or Retry-After: widen the spacing, honour Retry-After."""

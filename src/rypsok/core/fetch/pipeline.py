@@ -16,7 +16,8 @@ Every step that refuses ends the call with one error of the contract; no
 external text reaches an error except a redirect's location and an
 unsupported media type, both validated external identifiers (REQ-SEC-001).
 The whole call is bounded by LIM-F5; concurrency by LIM-C3 per process and
-LIM-C4 per host; nothing fetched is kept after the call (REQ-CMP-006).
+LIM-C4 per host, shared between callers (`slots.py`); nothing fetched is kept
+after the call (REQ-CMP-006).
 
 An extraction the call abandons at LIM-F5 is told to stop (a flag the parser
 checks before each slice, `parse.cancellable`) and keeps its LIM-C5 permit and
@@ -41,7 +42,6 @@ import anyio
 
 from rypsok.core import contract, limits, logs
 from rypsok.core.boundary.instructions import looks_like_instruction
-from rypsok.core.callers import FairSlots
 from rypsok.core.config import Config
 from rypsok.core.contract import (
     DeniedReason,
@@ -66,6 +66,7 @@ from rypsok.core.fetch.decode import Kind, decode_body, media_type, sniff_kind
 from rypsok.core.fetch.extract import Extracted, ExtractionFailed, extract_html, extract_text
 from rypsok.core.fetch.returned import BoundedReturnedUrls, ReturnedUrls
 from rypsok.core.fetch.robots import RobotsAnswer, RobotsCache, origin_and_path
+from rypsok.core.fetch.slots import FetchSlots
 from rypsok.core.headers import retry_after_ms
 
 log = logging.getLogger("rypsok.fetch")
@@ -137,6 +138,8 @@ class FetchPipeline:
         egress: EgressClient,
         config: Config,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        parse_slots: anyio.CapacityLimiter | None = None,
     ) -> None:
         self._egress = egress
         self._config = config.fetch
@@ -145,10 +148,10 @@ class FetchPipeline:
         self._robots = (
             RobotsCache(self._read_robots, clock=clock) if config.fetch.robots_txt else None
         )
-        # LIM-C3, handed to waiting callers in turn (one caller's burst cannot queue ahead).
-        self._fetch_slots = FairSlots(config.fetch.fetches_in_flight)
-        self._parse_slots = anyio.CapacityLimiter(config.fetch.parse_tasks)  # LIM-C5
-        self._host_slots: dict[str, anyio.CapacityLimiter] = {}  # LIM-C4, while in use
+        # LIM-C3 and LIM-C4, handed to waiting callers in turn and divided between them.
+        self.slots = FetchSlots(config.fetch.fetches_in_flight, self._config.fetches_per_host)
+        # LIM-C5: Services passes the one limiter the scraping drivers' parses share too.
+        self._parse_slots = parse_slots or anyio.CapacityLimiter(config.fetch.parse_tasks)
         # The only result URLs kept beyond a call, and only in strict mode (REQ-PRIV-003).
         self.returned_urls: ReturnedUrls | None = (
             BoundedReturnedUrls() if config.fetch.strict else None
@@ -250,17 +253,9 @@ class FetchPipeline:
 
     # -- one hop --------------------------------------------------------------------------
 
-    def _host_limiter(self, host: str) -> anyio.CapacityLimiter:
-        limiter = self._host_slots.get(host)
-        if limiter is None:
-            limiter = self._host_slots[host] = anyio.CapacityLimiter(self._config.fetches_per_host)
-        return limiter
-
     async def _get(self, url: CheckedUrl, deadline: float) -> AgentResponse:
-        host = url.host
-        host_slots = self._host_limiter(host)
         try:
-            async with host_slots:
+            async with self.slots.host(url.host):
                 remaining_ms = int((deadline - self._clock()) * 1000)
                 if remaining_ms <= 0:
                     raise _deadline()
@@ -293,9 +288,6 @@ class FetchPipeline:
                 reason=UnavailableReason.UNREACHABLE,
                 retryable=True,
             ) from None
-        finally:
-            if host_slots.borrowed_tokens == 0 and host_slots.statistics().tasks_waiting == 0:
-                self._host_slots.pop(host, None)
 
     # -- the call -------------------------------------------------------------------------
 
@@ -304,7 +296,7 @@ class FetchPipeline:
         with anyio.move_on_after(self._config.ceiling_ms / 1000.0):
             # The LIM-C3 slot is held until extraction ends, so a body waiting to
             # be parsed still counts: memory stays within LIM-C3 x LIM-F3.
-            async with self._fetch_slots.held():
+            async with self.slots.in_flight.held():
                 page = await self._fetch_page(request, deadline, notices)
             return self._respond(page, request, notices)
         raise _deadline()

@@ -219,6 +219,7 @@ class SearchPipeline:
         *,
         cache: AnswerCache | None = None,  # hook (issue 12): None, nothing is cached
         queue_factory: QueueFactory = local_queue,  # hook (issue 12): shared spacing
+        parse_slots: anyio.CapacityLimiter | None = None,
     ) -> None:
         self.engines = list(engines)
         self._cache = cache
@@ -228,18 +229,23 @@ class SearchPipeline:
         self._metrics = metrics
         self._clock = clock
         # LIM-C1, handed to waiting callers in turn across all engines.
-        process_slots = FairSlots(config.search.engines_in_flight)
-        # Scraping drivers parse pages off the event loop, at most LIM-C5 at a time.
-        self._parse_slots = anyio.CapacityLimiter(config.fetch.parse_tasks)
-        self._queues = {d.id: self._queue_for(d, process_slots) for d in self.engines}
+        self.process_slots = FairSlots(config.search.engines_in_flight)
+        # Scraping drivers parse pages off the event loop, at most LIM-C5 at a time,
+        # counted with web_fetch's parses: Services passes the process's one limiter.
+        self._parse_slots = parse_slots or anyio.CapacityLimiter(config.fetch.parse_tasks)
+        self._queues = {d.id: self._queue_for(d, self.process_slots) for d in self.engines}
         self.breakers = {
             d.id: CircuitBreaker.from_config(
-                d.id, config.breaker, clock=clock, on_event=_log_transition
+                d.id, config.breaker, clock=clock, on_event=self._circuit_changed
             )
             for d in self.engines
         }
         self._preference = [d.id for d in self.engines]
         self._in_flight: dict[tuple[str, str, SearchParams], _Shared] = {}
+
+    def _circuit_changed(self, event: CircuitEvent) -> None:
+        _log_transition(event)
+        self._metrics.circuit_changed(event.engine, event.state.value)
 
     def _queue_for(self, driver: Driver, process_slots: FairSlots) -> EngineQueue:
         own = self._config.engines.get(driver.id)
@@ -331,6 +337,7 @@ class SearchPipeline:
         try:
             async with queue.turn(deadline):
                 sent = self._clock()
+                self._metrics.queue_waited(driver.id, (sent - started) * 1000.0)
                 budget_ms = int(min(self._config.search.engine_timeout_ms,
                                     (deadline - sent) * 1000))  # fmt: skip
 
@@ -350,6 +357,7 @@ class SearchPipeline:
                     queue.pause(parsed.pause_ms)
                 hits = tuple(parsed)
         except NotSent as refused:
+            self._metrics.queue_waited(driver.id, (self._clock() - started) * 1000.0)
             return EngineAnswer(driver.id, failure=FailureClass.TIMEOUT, not_sent=refused.why)
         except EngineFailure as failure:
             # A throttle, or a Retry-After on any answer (a 503, another 5xx), widens

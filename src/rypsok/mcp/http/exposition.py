@@ -3,8 +3,10 @@
 Read at scrape time from `Services.metrics`, the circuits and the listener's
 counters, so nothing is counted twice. Every label value comes from a fixed
 vocabulary or the configuration: tool names, error kinds, refusal reasons,
-engine ids, failure classes, circuit states, listener reasons. No label
-carries a query, URL, key, caller name or any other caller-supplied text.
+engine ids, failure classes, circuit states, cache events, shared-state
+operations, listener reasons. No label carries a query, URL, key, header or
+any other caller-supplied text; caller names only when the operator turns
+`[http] metrics_caller_labels` on, and then at most CALLERS_COUNTED of them.
 Only callers whose scope has `metrics` are answered; others get 403.
 """
 
@@ -68,7 +70,10 @@ class RypsokCollector(Collector):
         yield refused
         yield from self._latencies()
         yield from self._engines()
+        yield from self._shared_state()
         yield self._listener()
+        if self.services.config.http.metrics_caller_labels:
+            yield from self._callers()
 
     def _latencies(self) -> Iterator[Metric]:
         metrics = self.services.metrics
@@ -84,6 +89,14 @@ class RypsokCollector(Collector):
         for engine_id, histogram in sorted(metrics.engine_histograms.items()):
             engine.add_metric([engine_id], _buckets(histogram), histogram.total_ms / 1000)
         yield engine
+        waits = HistogramMetricFamily(
+            "rypsok_engine_queue_wait_seconds",
+            "Time a request waited in its engine's queue for its turn",
+            labels=["engine"],
+        )
+        for engine_id, histogram in sorted(metrics.queue_wait_histograms.items()):
+            waits.add_metric([engine_id], _buckets(histogram), histogram.total_ms / 1000)
+        yield waits
 
     def _engines(self) -> Iterator[Metric]:
         metrics = self.services.metrics
@@ -103,6 +116,51 @@ class RypsokCollector(Collector):
             for state in CIRCUIT_STATES:
                 circuits.add_metric([engine_id, state], 1.0 if state == current else 0.0)
         yield circuits
+        transitions = CounterMetricFamily(
+            "rypsok_engine_circuit_transitions",
+            "Circuit transitions, by engine and the state entered",
+            labels=["engine", "state"],
+        )
+        for (engine_id, state), count in sorted(metrics.circuit_transitions.items()):
+            transitions.add_metric([engine_id, state], count)
+        yield transitions
+
+    def _shared_state(self) -> Iterator[Metric]:
+        metrics = self.services.metrics
+        cache = CounterMetricFamily(
+            "rypsok_cache_events",
+            "Answer cache lookups (hit, miss) and answers stored, by engine",
+            labels=["engine", "event"],
+        )
+        for (engine_id, event), count in sorted(metrics.cache_events.items()):
+            cache.add_metric([engine_id, event], count)
+        yield cache
+        fallbacks = CounterMetricFamily(
+            "rypsok_shared_state_fallbacks",
+            "Redis operations that fell back to this instance's own state",
+            labels=["operation"],
+        )
+        for operation, count in sorted(metrics.shared_state_fallbacks.items()):
+            fallbacks.add_metric([operation], count)
+        yield fallbacks
+
+    def _callers(self) -> Iterator[Metric]:
+        """Per-caller series: only when the operator turns them on (docs/rfc-011-metrics.md)."""
+        metrics = self.services.metrics
+        calls = CounterMetricFamily(
+            "rypsok_caller_calls", "Tool calls finished, by caller", labels=["caller", "tool"]
+        )
+        for (caller, tool), count in sorted(metrics.calls_by_caller.items()):
+            calls.add_metric([caller, tool], count)
+        yield calls
+        refused = CounterMetricFamily(
+            "rypsok_caller_refused_calls",
+            "Calls refused before running, by caller",
+            labels=["caller", "tool", "reason"],
+        )
+        for (caller, tool, reason), count in sorted(metrics.refused_by_caller.items()):
+            refused.add_metric([caller, tool, reason], count)
+        yield refused
 
     def _listener(self) -> Metric:
         family = CounterMetricFamily(

@@ -481,6 +481,7 @@ def build_http_app(services: Services, plan: HttpPlan) -> HttpApp:
         allowed_origins=list(plan.allowed_origins),
     )
     quiet_sdk_refusal_messages()
+    services.divide_between_callers()  # several callers: each holds at most its share
     server = build_server(services)
     sdk_app = server.streamable_http_app(
         streamable_http_path=plan.path,

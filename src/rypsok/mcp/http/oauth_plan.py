@@ -78,11 +78,11 @@ def oauth_problems(config: OAuthConfig) -> list[str]:
             problems.append(f"http.oauth.{key}: an https URL without query or fragment")
     if (config.jwks_url is None) == (config.jwks_file is None):
         problems.append("http.oauth.jwks_url, http.oauth.jwks_file: give exactly one of them")
-    if config.jwks_url is not None and urllib.parse.urlsplit(config.jwks_url).scheme not in (
-        "https",
-        "http",
-    ):
-        problems.append("http.oauth.jwks_url: an http(s) URL")
+    # The issuer's keys decide who is a caller: over plain http anyone on the path
+    # could hand rypsok keys of their own, so no exception, loopback included.
+    if config.jwks_url is not None and urllib.parse.urlsplit(config.jwks_url).scheme != "https":
+        problems.append("http.oauth.jwks_url: an https URL (the issuer's keys are never read "
+                        "over plain http)")  # fmt: skip
     if config.jwks_file is not None and not pathlib.Path(config.jwks_file).is_file():
         problems.append("http.oauth.jwks_file: the file it names cannot be read")
     if not config.algorithms:
