@@ -1,4 +1,4 @@
-"""LIM-C11 in the search pipeline: one caller holds at most its share of LIM-C1."""
+"""LIM-C11 in the search pipeline: an operator's cap on one caller's share of LIM-C1."""
 
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ CODE_ENGINES = ("github", "npm")
 
 @pytest.mark.req("REQ-SEC-019", "REQ-AGG-005")
 async def test_a_callers_search_leaves_a_process_slot_for_another_caller() -> None:
-    """REQ-SEC-019: LIM-C1 = 2 divided between callers: a holds one slot, b gets the other.
+    """REQ-SEC-019: LIM-C1 = 2 with a cap of 1 per caller: a holds one slot, b gets the other.
 
-    a's search asks two slow engines; with its share of 1 one request waits,
-    and b's search, started next, is sent at once instead of after a's.
+    a's search asks two slow engines; at its cap one request waits, and b's
+    search, started next, is sent at once instead of after a's. (Without a cap
+    a takes both, as the default lets a lone caller do.)
     """
     routes = {
         ENGINE_PATHS[e]: Route.fixture(e, OK_FIXTURES[e], delay_s=SLOW_S) for e in CODE_ENGINES
@@ -31,7 +32,7 @@ async def test_a_callers_search_leaves_a_process_slot_for_another_caller() -> No
             engines[engine] = {"endpoint": f"{server.base_url}{ENGINE_PATHS[engine]}"}
         config = config_from({
             "egress": {"allow": ["127.0.0.1/32"]},
-            "search": {"engines_in_flight": 2},
+            "search": {"engines_in_flight": 2, "engines_in_flight_per_caller": 1},
             "engines": engines,
         })  # fmt: skip
         services = Services(config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import pathlib
+from typing import Any
 
 import anyio
 import httpx2
@@ -102,19 +103,13 @@ def test_the_per_caller_share_defaults_to_a_quarter_of_the_pool(tmp_path: pathli
     assert shares == {1: 1, 4: 2, 1000: 250}
 
 
-SLOW_S = 3.0  # each of a's fetches; b's fetch must not wait for one of them
+SLOW_S = 3.0  # each of a's slow fetches
 
 
-@pytest.mark.req("REQ-SEC-019", "REQ-TEST-014")
-async def test_one_callers_50_slow_fetches_leave_anothers_fetch_prompt(
-    tmp_path: pathlib.Path,
-) -> None:
-    """REQ-SEC-019: a's 50 concurrent fetches of a slow site, b's fetch of that site: prompt.
+async def _fetch_beside_a_burst(tmp_path: pathlib.Path, fetch: dict[str, Any]) -> tuple[int, float]:
+    """a sends 50 concurrent fetches of a site answering in SLOW_S; then b fetches it once.
 
-    Default limits (LIM-C3 = 8, LIM-C4 = 2). a holds at most its LIM-C10
-    share (6) of the fetch slots and its LIM-C12 share (1) of the host's
-    two slots, so b finds both a fetch slot and a host slot free. Without
-    either share, b waits for one of a's 3 s fetches to end.
+    Returns the LIM-C3 slots a held when b asked, and b's wall time.
     """
     table = {
         "/slow": Route(delay_s=SLOW_S, headers={"content-type": "text/html"}, body=b"<p>s</p>"),
@@ -124,7 +119,7 @@ async def test_one_callers_50_slow_fetches_leave_anothers_fetch_prompt(
         port = int(provider.base_url.rsplit(":", 1)[1])
         base = {
             "egress": {"allow": ["127.0.0.1/32"]},
-            "fetch": {"allow_http": True, "ports": [port], "robots_txt": False},
+            "fetch": {"allow_http": True, "ports": [port], "robots_txt": False, **fetch},
             "limits": {"web_fetch_per_minute": 100},
         }
         listener = free_listener()
@@ -137,7 +132,7 @@ async def test_one_callers_50_slow_fetches_leave_anothers_fetch_prompt(
             Client(streamable_http_client(running.url, http_client=http_b)) as client_b,
         ):
             slots = running.services.fetch_pipeline.slots.in_flight
-            elapsed: dict[str, float] = {}
+            share = fetch.get("fetches_per_caller", slots.slots)
 
             async def fetch_a() -> None:
                 await client_a.call_tool("web_fetch", {"url": provider.url("/slow")})
@@ -145,19 +140,49 @@ async def test_one_callers_50_slow_fetches_leave_anothers_fetch_prompt(
             async with anyio.create_task_group() as group:
                 for _ in range(50):
                     group.start_soon(fetch_a)
-                for _ in range(200):  # a's burst takes its share (at most 10 s); 44 queue
-                    if slots.held_by("a") >= limits.FETCHES_PER_CALLER:
+                for _ in range(200):  # a's burst takes what it may (at most 10 s); the rest queue
+                    if slots.held_by("a") >= share:
                         break
                     await anyio.sleep(0.05)
                 await anyio.sleep(0.2)
                 held_by_a = slots.held_by("a")
                 started = anyio.current_time()
                 result = await client_b.call_tool("web_fetch", {"url": provider.url("/fast")})
-                elapsed["b"] = anyio.current_time() - started
+                elapsed = anyio.current_time() - started
                 group.cancel_scope.cancel()  # a's remaining fetches are not waited for
     assert not result.is_error, result.structured_content
-    assert elapsed["b"] < SLOW_S / 2, elapsed
-    assert held_by_a == limits.FETCHES_PER_CALLER
+    return held_by_a, elapsed
+
+
+@pytest.mark.req("REQ-SEC-019", "REQ-TEST-014")
+async def test_one_callers_50_slow_fetches_take_every_slot_and_delay_another_by_turns(
+    tmp_path: pathlib.Path,
+) -> None:
+    """REQ-SEC-019: default limits: a alone takes all of LIM-C3; b waits turns, not the burst.
+
+    With nobody else waiting a holds all 8 fetch slots (the default lets a
+    caller alone use the whole capacity). b's fetch then waits until one of a's
+    fetches ends and frees a LIM-C3 slot and a slot of the host (2.8 s
+    measured), because freed slots go to the caller holding fewest; first come
+    first served it would wait for the whole burst (50 / 2 x 3 s = 75 s).
+    """
+    held_by_a, elapsed = await _fetch_beside_a_burst(tmp_path, {})
+    assert held_by_a == limits.FETCHES_IN_FLIGHT
+    assert elapsed < 3 * SLOW_S, elapsed
+
+
+@pytest.mark.req("REQ-SEC-019", "REQ-TEST-014")
+async def test_with_a_per_caller_cap_another_callers_fetch_is_prompt_beside_50_slow_ones(
+    tmp_path: pathlib.Path,
+) -> None:
+    """REQ-SEC-019: `fetches_per_caller = 6` keeps LIM-C3 and host slots for b: no wait at all.
+
+    a holds at most 6 of the 8 fetch slots and, in proportion, 1 of the
+    host's 2 (LIM-C12), so b finds both a fetch slot and a host slot free.
+    """
+    held_by_a, elapsed = await _fetch_beside_a_burst(tmp_path, {"fetches_per_caller": 6})
+    assert held_by_a == 6
+    assert elapsed < SLOW_S / 2, elapsed
 
 
 @pytest.mark.req("REQ-SEC-019", "REQ-TEST-014")

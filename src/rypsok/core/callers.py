@@ -15,36 +15,23 @@ from contextvars import ContextVar
 
 import anyio
 
-from rypsok.core import limits
-
 # stdio has one caller, the process's operator.
 LOCAL = "local"
 current_caller: ContextVar[str] = ContextVar("rypsok_caller", default=LOCAL)
 
 
-def caller_share(pool: int) -> int:
-    """The default share of one caller in a pool of `pool` slots (LIM-C10..C12).
-
-    All but a quarter of the pool, and at least one slot is kept back for the
-    other callers whenever the pool has two: a caller alone keeps most of the
-    capacity, and a second caller always finds a slot that the first cannot
-    take, however slow the first caller's requests are.
-    """
-    if pool < 2:
-        return pool
-    return pool - max(1, pool // limits.CALLER_RESERVE_DIVISOR)
-
-
 class FairSlots:
-    """A counting semaphore shared by callers: each holds at most its share, and turns rotate.
+    """A counting semaphore shared by callers: the fewest-held caller is served next.
 
-    Within one caller waiters are served first come first served; across
-    callers a freed slot goes to the next waiting caller in round-robin order
-    that is below its share (`per_caller`), so a caller's burst delays another
-    caller's request by at most one turn per waiting caller, and a caller at its
-    share waits even while slots are free: those are kept for the others
-    (docs/http-mode.md, fair sharing). With one caller and no share it is a
-    plain FIFO semaphore.
+    Work-conserving: a slot is never left free while a caller below its cap
+    waits, so a caller alone uses the whole pool by default. When callers
+    compete, a freed slot goes to the waiting caller that holds the fewest slots
+    (round-robin order among equals), so a burst delays another caller's
+    request by at most one turn, and slots drift toward an equal division
+    (max-min fairness) as the burst's requests end. `per_caller` is a hard cap
+    an operator may set below the pool to keep slots for others even when they
+    are idle (docs/http-mode.md, fair sharing). Within one caller waiters are
+    served first come first served; with one caller it is a FIFO semaphore.
     """
 
     def __init__(self, slots: int, per_caller: int | None = None) -> None:
@@ -64,8 +51,8 @@ class FairSlots:
 
     def try_acquire(self, caller: str) -> bool:
         """Take a slot if one is free for this caller now, without waiting."""
-        # A waiter below its share exists only while no slot is free, so a free slot
-        # and an own count below the share mean nobody eligible is ahead.
+        # Slots are handed out as they free, so a free slot means nobody below
+        # their cap waits: taking it delays no one.
         if self._free > 0 and self._held[caller] < self.per_caller:
             self._take(caller)
             return True
@@ -97,11 +84,12 @@ class FairSlots:
         self._held[caller] += 1
 
     def _hand_out(self) -> None:
-        """Free slots to waiting callers below their share, in round-robin order."""
+        """Free slots to waiting callers below their cap, fewest held first."""
         while self._free > 0:
-            caller = next((c for c in self._waiting if self._held[c] < self.per_caller), None)
-            if caller is None:
+            below = [c for c in self._waiting if self._held[c] < self.per_caller]
+            if not below:
                 return
+            caller = min(below, key=self._held.__getitem__)  # min keeps the first of equals
             queue = self._waiting.pop(caller)
             handed = queue.popleft()
             if queue:

@@ -126,7 +126,7 @@ class SearchConfig(_Section):
         ge=1,
         le=limits.ENGINE_REQUESTS_IN_FLIGHT_RANGE[1],
         description="LIM-C11 HTTP mode: LIM-C1 slots one caller may hold; unset: "
-        "engines_in_flight less a quarter (at least one kept for others)",
+        "the whole pool; competing callers are served fewest-held first",
     )
     preference: StrList = Field(
         default=(), description="engine ids, most preferred first; others follow in default order"
@@ -231,7 +231,7 @@ class FetchConfig(_Section):
         ge=1,
         le=limits.FETCHES_IN_FLIGHT_RANGE[1],
         description="LIM-C10 HTTP mode: LIM-C3 slots one caller may hold; unset: "
-        "fetches_in_flight less a quarter (at least one kept for others)",
+        "the whole pool; a cap keeps slots for others even before they ask",
     )
     fetches_per_host: int = _bounded(
         limits.FETCHES_PER_HOST, limits.FETCHES_PER_HOST_RANGE, "LIM-C4"

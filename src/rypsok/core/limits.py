@@ -38,13 +38,14 @@ WEB_SEARCH_PER_MINUTE: Final = 60  # LIM-C6
 WEB_FETCH_PER_MINUTE: Final = 60  # LIM-C7
 ENGINE_STATUS_PER_MINUTE: Final = 120  # LIM-C8
 CALLS_PER_MINUTE_RANGE: Final = (1, 6_000)  # LIM-C6..C8 operator bounds
-# Per-caller shares in HTTP mode (rypsok's own ids, REQ-SEC-019; docs/http-mode.md): one
+# Per-caller caps in HTTP mode (rypsok's own ids, REQ-SEC-019; docs/http-mode.md): one
 # caller holds at most a share of LIM-C3 (C10), LIM-C1 (C11) and each host's LIM-C4 (C12).
-# Unset, a share is its pool less a quarter, keeping at least one slot for the others.
-CALLER_RESERVE_DIVISOR: Final = 4  # LIM-C10: share = pool - max(1, pool // 4) (C10..C12)
-FETCHES_PER_CALLER: Final = 6  # LIM-C10 of the default LIM-C3 (operator 1-LIM-C3)
-ENGINE_REQUESTS_PER_CALLER: Final = 24  # LIM-C11 of the default LIM-C1 (operator 1-LIM-C1)
-HOST_FETCHES_PER_CALLER: Final = 1  # LIM-C12 of the default LIM-C4 (derived, no key)
+# Unset, a caller alone may use the whole pool; competing callers are served fewest-held first.
+FETCHES_PER_CALLER: Final = (
+    FETCHES_IN_FLIGHT  # LIM-C10 default: the whole LIM-C3 (operator 1-LIM-C3)
+)
+ENGINE_REQUESTS_PER_CALLER: Final = ENGINE_REQUESTS_IN_FLIGHT  # LIM-C11 default: whole LIM-C1
+HOST_FETCHES_PER_CALLER: Final = FETCHES_PER_HOST  # LIM-C12: LIM-C4 x C10 / C3 (derived)
 
 # LIM-U1: every text budget counts Unicode scalar values, i.e. len() of a str.
 

@@ -21,7 +21,7 @@ import anyio
 from rypsok import PROJECT_URL, __version__
 from rypsok.core import contract, limits, logs
 from rypsok.core.cache import SharedState
-from rypsok.core.callers import caller_share, current_caller
+from rypsok.core.callers import current_caller
 from rypsok.core.config import Config, ConfigError, load_config
 from rypsok.core.contract import (
     DeniedReason,
@@ -166,17 +166,18 @@ class Services:
         return self._fetch_pipeline
 
     def divide_between_callers(self) -> None:
-        """HTTP mode: each caller holds at most its share of LIM-C1, LIM-C3, LIM-C4 (REQ-SEC-019).
+        """HTTP mode: the operator's caps on one caller's LIM-C1, LIM-C3, LIM-C4 (REQ-SEC-019).
 
-        stdio has one caller and keeps the whole capacity; the HTTP adapter
-        calls this once, before serving.
+        Unset, a caller may hold the whole pool while nobody else waits; the
+        slots' fewest-held-first hand-out divides them when callers compete.
+        stdio has one caller; the HTTP adapter calls this once, before serving.
         """
         search, fetch = self.config.search, self.config.fetch
         self.search_pipeline.process_slots.per_caller = min(
             search.engines_in_flight,
-            search.engines_in_flight_per_caller or caller_share(search.engines_in_flight),
+            search.engines_in_flight_per_caller or search.engines_in_flight,
         )
-        self._fetch_share = fetch.fetches_per_caller or caller_share(fetch.fetches_in_flight)
+        self._fetch_share = fetch.fetches_per_caller or fetch.fetches_in_flight
         if self._fetch_pipeline is not None:
             self._fetch_pipeline.slots.divide_between_callers(self._fetch_share)
 

@@ -9,7 +9,7 @@ import anyio.lowlevel
 import pytest
 
 from rypsok.core import limits
-from rypsok.core.callers import FairSlots, caller_share, current_caller
+from rypsok.core.callers import FairSlots, current_caller
 from rypsok.core.engines.queue import EngineQueue
 
 
@@ -84,18 +84,45 @@ async def test_the_process_wide_slots_serve_callers_in_turn() -> None:
 
 
 @pytest.mark.req("REQ-SEC-019")
-def test_a_callers_share_keeps_a_quarter_of_each_pool_for_the_others() -> None:
-    """REQ-SEC-019: LIM-C10..C12 default to the pool less a quarter, at least one slot kept."""
-    shares = {pool: caller_share(pool) for pool in (1, 2, 3, 4, 8, 32, 64)}
-    assert shares == {1: 1, 2: 1, 3: 2, 4: 3, 8: 6, 32: 24, 64: 48}
-    assert caller_share(limits.FETCHES_IN_FLIGHT) == limits.FETCHES_PER_CALLER
-    assert caller_share(limits.ENGINE_REQUESTS_IN_FLIGHT) == limits.ENGINE_REQUESTS_PER_CALLER
-    assert caller_share(limits.FETCHES_PER_HOST) == limits.HOST_FETCHES_PER_CALLER
+async def test_a_caller_alone_takes_the_whole_pool_and_a_newcomer_is_served_fewest_held_first() -> (
+    None
+):
+    """REQ-SEC-019: no cap by default (LIM-C10..C12); freed slots go to whoever holds fewest.
+
+    a takes all four slots while nobody else waits, then queues two more; b
+    queues one after a's. The first two freed slots go to b even though a
+    queued first, because b holds fewer; once they hold equally, the round
+    decides.
+    """
+    assert limits.FETCHES_PER_CALLER == limits.FETCHES_IN_FLIGHT
+    assert limits.ENGINE_REQUESTS_PER_CALLER == limits.ENGINE_REQUESTS_IN_FLIGHT
+    slots = FairSlots(4)
+    with anyio.fail_after(1):
+        for _ in range(4):
+            await slots.acquire("a")
+    got: list[str] = []
+
+    async def take(caller: str) -> None:
+        await slots.acquire(caller)
+        got.append(caller)
+
+    async with anyio.create_task_group() as group:
+        for caller in ("a", "a", "b", "b"):
+            group.start_soon(take, caller)
+            await anyio.sleep(0.01)
+        for _ in range(3):
+            slots.release("a")
+            await anyio.sleep(0.01)
+        assert got == ["b", "b", "a"]
+        slots.release("b")
+        await anyio.sleep(0.01)
+    assert got == ["b", "b", "a", "a"]
+    assert slots.held_by("a") == 3 and slots.held_by("b") == 1
 
 
 @pytest.mark.req("REQ-SEC-019")
-async def test_a_caller_at_its_share_waits_while_the_kept_slots_serve_another() -> None:
-    """REQ-SEC-019: with 4 slots and a share of 3, a's fourth waits; b is served at once.
+async def test_a_caller_at_its_cap_waits_while_the_kept_slots_serve_another() -> None:
+    """REQ-SEC-019: with 4 slots and an operator's cap of 3, a's fourth waits; b is served at once.
 
     When one of a's slots frees, a's waiter gets it (a is below its share
     again), and a release while a is at its share hands nothing to a.

@@ -1,11 +1,11 @@
 """The fetch slots: LIM-C3 per process and LIM-C4 per host, divided between callers.
 
-Both are `FairSlots`: a freed slot goes to the next waiting caller in turn.
-In HTTP mode (`divide_between_callers`) each caller also holds at most its
-share of them (LIM-C10 of LIM-C3, LIM-C12 of each host's LIM-C4), so one
-caller's slow fetches can hold neither every fetch slot nor every slot of a
-host that another caller fetches from too (REQ-SEC-019). stdio has one
-caller, and there the whole capacity is its own.
+Both are `FairSlots`: a freed slot goes to the waiting caller holding the
+fewest, so one caller's slow fetches delay another caller's fetch, to any
+host or to the same one, by at most one turn (REQ-SEC-019). In HTTP mode an
+operator may also cap one caller's share (LIM-C10 of LIM-C3; LIM-C12 of each
+host's LIM-C4 follows in proportion), which keeps slots free for others even
+before they ask. stdio has one caller, and there the whole capacity is its own.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from rypsok.core.callers import FairSlots, caller_share
+from rypsok.core.callers import FairSlots
 
 
 class FetchSlots:
@@ -26,7 +26,10 @@ class FetchSlots:
     def divide_between_callers(self, per_caller: int) -> None:
         """HTTP mode: each caller holds at most `per_caller` fetch slots and its host share."""
         self.in_flight.per_caller = min(self.in_flight.slots, per_caller)
-        self._host_share = caller_share(self._per_host)
+        # A cap on the fetches applies in proportion to each host's slots, at least one.
+        self._host_share = max(
+            1, self._per_host * self.in_flight.per_caller // self.in_flight.slots
+        )
         for slots in self._hosts.values():
             slots.per_caller = self._host_share
 
