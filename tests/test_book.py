@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -36,6 +37,7 @@ from rypsok.core.engines.registry import known_ids
 from tests.cache.redis_support import RedisServer
 from tests.support import child_env
 from tests.test_docs import with_secret_files
+from tests.tls_site import site_certificates
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BOOK = ROOT / "docs" / "book"
@@ -390,3 +392,85 @@ def _start_redis(server: RedisServer, conf: pathlib.Path) -> None:
                 return
         time.sleep(0.02)
     pytest.fail("redis-server did not answer within 10 s")
+
+
+def _tool_or_skip(name: str, package: str) -> str:
+    """A system tool the check needs: skipped with the reason on a developer's machine
+    without it; CI (.ci/run installs it) fails instead, so the check never silently stops."""
+    binary = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
+    if binary is None:
+        reason = f"{name} is missing: apt-get install {package} (.ci/run does)"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return binary
+
+
+def _nginx_test(example: str, prefix: pathlib.Path) -> subprocess.CompletedProcess[str]:
+    """`nginx -t` on the example inside an http block, every path under a temporary prefix;
+    the certificate the example's comment asks for is made here."""
+    prefix.mkdir()
+    site = site_certificates(prefix, ["search.example.org"], [])
+    (prefix / "example.conf").write_text(example, encoding="utf-8")
+    temp_paths = "".join(
+        f"    {kind}_temp_path {prefix / kind};\n"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    (prefix / "nginx.conf").write_text(
+        f"pid {prefix / 'nginx.pid'};\nerror_log stderr;\nevents {{}}\nhttp {{\n"
+        f"    access_log off;\n{temp_paths}"
+        f"    ssl_certificate {site.cert_file};\n    ssl_certificate_key {site.key_file};\n"
+        f"    include {prefix / 'example.conf'};\n}}\n",
+        encoding="utf-8",
+    )
+    return subprocess.run(
+        [_tool_or_skip("nginx", "nginx-light"), "-t", "-e", "stderr",
+         "-p", str(prefix), "-c", str(prefix / "nginx.conf")],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+
+
+def _nginx_findings(run: subprocess.CompletedProcess[str]) -> list[str]:
+    """Every line of nginx's answer but its two success lines: warnings count too."""
+    passed = ("syntax is ok", "test is successful")
+    return [line for line in run.stderr.splitlines() if not line.endswith(passed)]
+
+
+@pytest.mark.req("REQ-DOC-002")
+def test_tutorial_5_nginx_upstream_passes_nginx_t(tmp_path: pathlib.Path) -> None:
+    """REQ-DOC-002: nginx-upstream.conf, as tutorial 5 shows it plus the certificate its
+    comment asks for, passes `nginx -t` with no warning; a broken copy does not."""
+    example = _example("cluster/nginx-upstream.conf")
+    run = _nginx_test(example, tmp_path / "shown")
+    assert run.returncode == 0 and _nginx_findings(run) == [], run.stderr
+    broken = example.replace("proxy_buffering off;", "proxy_buffering never;")
+    assert broken != example
+    refused = _nginx_test(broken, tmp_path / "broken")
+    assert refused.returncode != 0 and "proxy_buffering" in refused.stderr, refused.stderr
+
+
+def _verify_unit(unit: str, folder: pathlib.Path) -> subprocess.CompletedProcess[str]:
+    """`systemd-analyze verify` of the template unit, its ExecStart the installed rypsok
+    command of this environment (the path `command -v rypsok` prints, as the unit says)."""
+    rypsok = pathlib.Path(sys.executable).with_name("rypsok")
+    assert rypsok.is_file(), f"{rypsok} is missing: the gate installs rypsok into its venv"
+    folder.mkdir()
+    (folder / "rypsok@.service").write_text(
+        unit.replace("/usr/local/bin/rypsok", str(rypsok)), encoding="utf-8"
+    )
+    return subprocess.run(
+        [_tool_or_skip("systemd-analyze", "systemd"), "verify", str(folder / "rypsok@.service")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.req("REQ-DOC-002")
+def test_tutorial_5_systemd_unit_passes_systemd_analyze_verify(tmp_path: pathlib.Path) -> None:
+    """REQ-DOC-002: rypsok@.service passes `systemd-analyze verify` with nothing said (it
+    exits 0 on unknown keys and bad values, so any line is a finding); a broken copy does not."""
+    unit = _example("cluster/rypsok@.service")
+    assert "ExecStart=/usr/local/bin/rypsok serve --transport http" in unit
+    run = _verify_unit(unit, tmp_path / "shown")
+    assert run.returncode == 0 and run.stderr.strip() == "" and run.stdout.strip() == "", run
+    broken = _verify_unit(unit.replace("Restart=on-failure", "Restart=sometimes"), tmp_path / "b")
+    assert "Restart" in broken.stderr or "restart" in broken.stderr, broken
