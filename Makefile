@@ -11,7 +11,7 @@ LINT_PATHS := src tests tools fuzz mutation $(wildcard bench)
 SECONDS ?= 30
 
 .PHONY: run test lint typecheck layers unit licenses audit bench lock docs clean \
-	dist dist-check book contract-snapshot image image-check fuzz live mutation release-check
+	dist dist-check book contract-snapshot image image-check image-repro image-podman fuzz live mutation release-check
 
 # Every install step writes to stderr: `make run` is started by MCP hosts, whose
 # stdout must carry protocol messages only.
@@ -107,14 +107,27 @@ contract-snapshot: $(DEV_STAMP)
 	$(BIN)/python tools/contract_snapshot.py --write
 
 # The OCI image archive (needs root, mmdebstrap; ARCH=arm64 in the release workflow).
+# MIRROR: a Debian mirror URL; a snapshot of the archive at a fixed date makes builds on
+# different days byte-equal (docs/book/tutorials/06-image.md).
 ARCH ?= amd64
+MIRROR ?=
 # make image builds from the files make dist left in dist/ (run make dist first).
 image: $(DEV_STAMP)
-	$(BIN)/python tools/image.py --arch $(ARCH)
+	$(BIN)/python tools/image.py --arch $(ARCH) --mirror "$(MIRROR)"
+
+# make image, then a second build in a fresh folder: the two archives must be byte-equal.
+# Not part of make test (root, mmdebstrap, two builds); the release workflow runs it.
+image-repro: $(DEV_STAMP)
+	$(BIN)/python tools/image.py --check-reproducible --arch $(ARCH) --mirror "$(MIRROR)"
 
 # Unpack the archive (umoci), start it under chroot as its user, call it over HTTP.
 image-check: $(DEV_STAMP)
 	$(BIN)/python tools/image.py --check --arch $(ARCH)
+
+# The book's podman command (docs/book/examples/image/run-image.sh) run on the archive,
+# called over loopback with and without the key (root, podman).
+image-podman: $(DEV_STAMP)
+	$(BIN)/python tools/image.py --check-podman --arch $(ARCH)
 
 # Re-resolve the locks from pyproject.toml and requirements/dev.in.
 lock:

@@ -10,15 +10,20 @@ output schema. The first tutorial runs end to end in tests/test_release.py.
 from __future__ import annotations
 
 import contextlib
+import http.client
+import http.server
 import importlib.util
 import json
+import os
 import pathlib
 import re
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tomllib
 from types import ModuleType
@@ -36,6 +41,7 @@ from rypsok.core.engines.registry import known_ids
 from tests.cache.redis_support import RedisServer
 from tests.support import child_env
 from tests.test_docs import with_secret_files
+from tests.tls_site import site_certificates
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BOOK = ROOT / "docs" / "book"
@@ -390,3 +396,205 @@ def _start_redis(server: RedisServer, conf: pathlib.Path) -> None:
                 return
         time.sleep(0.02)
     pytest.fail("redis-server did not answer within 10 s")
+
+
+def _tool_or_skip(name: str, package: str) -> str:
+    """A system tool the check needs: skipped with the reason on a developer's machine
+    without it; CI (.ci/run installs it) fails instead, so the check never silently stops."""
+    binary = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
+    if binary is None:
+        reason = f"{name} is missing: apt-get install {package} (.ci/run does)"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return binary
+
+
+def _nginx_test(example: str, prefix: pathlib.Path) -> subprocess.CompletedProcess[str]:
+    """`nginx -t` on the example inside an http block, every path under a temporary prefix;
+    the certificate the example's comment asks for is made here."""
+    prefix.mkdir()
+    site = site_certificates(prefix, ["search.example.org"], [])
+    (prefix / "example.conf").write_text(example, encoding="utf-8")
+    temp_paths = "".join(
+        f"    {kind}_temp_path {prefix / kind};\n"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    (prefix / "nginx.conf").write_text(
+        f"pid {prefix / 'nginx.pid'};\nerror_log stderr;\nevents {{}}\nhttp {{\n"
+        f"    access_log off;\n{temp_paths}"
+        f"    ssl_certificate {site.cert_file};\n    ssl_certificate_key {site.key_file};\n"
+        f"    include {prefix / 'example.conf'};\n}}\n",
+        encoding="utf-8",
+    )
+    return subprocess.run(
+        [_tool_or_skip("nginx", "nginx-light"), "-t", "-e", "stderr",
+         "-p", str(prefix), "-c", str(prefix / "nginx.conf")],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+
+
+def _nginx_findings(run: subprocess.CompletedProcess[str]) -> list[str]:
+    """Every line of nginx's answer but its two success lines: warnings count too."""
+    passed = ("syntax is ok", "test is successful")
+    return [line for line in run.stderr.splitlines() if not line.endswith(passed)]
+
+
+@pytest.mark.req("REQ-DOC-002")
+def test_tutorial_5_nginx_upstream_passes_nginx_t(tmp_path: pathlib.Path) -> None:
+    """REQ-DOC-002: nginx-upstream.conf, as tutorial 5 shows it plus the certificate its
+    comment asks for, passes `nginx -t` with no warning; a broken copy does not."""
+    example = _example("cluster/nginx-upstream.conf")
+    run = _nginx_test(example, tmp_path / "shown")
+    assert run.returncode == 0 and _nginx_findings(run) == [], run.stderr
+    broken = example.replace("proxy_buffering off;", "proxy_buffering never;")
+    assert broken != example
+    refused = _nginx_test(broken, tmp_path / "broken")
+    assert refused.returncode != 0 and "proxy_buffering" in refused.stderr, refused.stderr
+
+
+def _verify_unit(unit: str, folder: pathlib.Path) -> subprocess.CompletedProcess[str]:
+    """`systemd-analyze verify` of the template unit, its ExecStart the installed rypsok
+    command of this environment (the path `command -v rypsok` prints, as the unit says)."""
+    rypsok = pathlib.Path(sys.executable).with_name("rypsok")
+    assert rypsok.is_file(), f"{rypsok} is missing: the gate installs rypsok into its venv"
+    folder.mkdir()
+    (folder / "rypsok@.service").write_text(
+        unit.replace("/usr/local/bin/rypsok", str(rypsok)), encoding="utf-8"
+    )
+    return subprocess.run(
+        [_tool_or_skip("systemd-analyze", "systemd"), "verify", str(folder / "rypsok@.service")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.req("REQ-DOC-002")
+def test_tutorial_5_systemd_unit_passes_systemd_analyze_verify(tmp_path: pathlib.Path) -> None:
+    """REQ-DOC-002: rypsok@.service passes `systemd-analyze verify` with nothing said (it
+    exits 0 on unknown keys and bad values, so any line is a finding); a broken copy does not."""
+    unit = _example("cluster/rypsok@.service")
+    assert "ExecStart=/usr/local/bin/rypsok serve --transport http" in unit
+    run = _verify_unit(unit, tmp_path / "shown")
+    assert run.returncode == 0 and run.stderr.strip() == "" and run.stdout.strip() == "", run
+    broken = _verify_unit(unit.replace("Restart=on-failure", "Restart=sometimes"), tmp_path / "b")
+    assert "Restart" in broken.stderr or "restart" in broken.stderr, broken
+
+
+class _Upstream(http.server.ThreadingHTTPServer):
+    """A stand-in rypsok instance: it records what reached it and answers with two
+    Server-Sent Events, the second only once the client has read the first."""
+
+    def __init__(self, number: int, first_read: threading.Event) -> None:
+        super().__init__(("127.0.0.1", 0), _UpstreamHandler)
+        self.number, self.first_read = number, first_read
+        self.seen: list[dict[str, str]] = []
+
+
+class _UpstreamHandler(http.server.BaseHTTPRequestHandler):
+    server: _Upstream
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.server.seen.append(dict(self.headers))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()  # HTTP/1.0 and no length: the body ends when the connection does
+        self.wfile.write(f"event: message\ndata: one from {self.server.number}\n\n".encode())
+        self.wfile.flush()
+        self.server.first_read.wait(timeout=10)  # a buffering proxy holds "one" until then
+        self.wfile.write(b"event: message\ndata: two\n\n")
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet: the test reads what reached the upstream, not its log."""
+
+
+def _free_loopback_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def _read_events(port: int, ca_pem: str, first_read: threading.Event) -> tuple[list[str], float]:
+    """POST /mcp through the proxy as a client does; the data lines and the seconds the first
+    one took."""
+    connection = http.client.HTTPSConnection(
+        "127.0.0.1", port, timeout=30, context=ssl.create_default_context(cadata=ca_pem)
+    )
+    started = time.monotonic()
+    connection.request(
+        "POST", "/mcp", body=b"{}",
+        headers={"Host": "search.example.org", "Authorization": "Bearer book-key",
+                 "Content-Type": "application/json", "Accept": "text/event-stream"},
+    )  # fmt: skip
+    response = connection.getresponse()
+    data, first_s = [], 0.0
+    while line := response.readline():
+        if line.startswith(b"data: "):
+            data.append(line.decode().strip())
+            if len(data) == 1:
+                first_s = time.monotonic() - started
+                first_read.set()
+    connection.close()
+    first_read.clear()
+    return data, first_s
+
+
+@pytest.mark.req("REQ-DOC-002")
+def test_tutorial_5_nginx_upstream_passes_the_key_and_streams_events_unbuffered(
+    tmp_path: pathlib.Path,
+) -> None:
+    """REQ-DOC-002: nginx running the example (its ports moved to loopback) passes
+    Authorization and Host to an instance, hands the first event to the client before the
+    instance has sent the second (no buffering), and keeps one client on one instance."""
+    nginx = _tool_or_skip("nginx", "nginx-light")
+    example = _example("cluster/nginx-upstream.conf")
+    first_read = threading.Event()
+    upstreams = [_Upstream(number, first_read) for number in (1, 2)]
+    port = _free_loopback_port()
+    moved = example.replace("listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;")
+    for shown, upstream in zip(("127.0.0.1:8751", "127.0.0.1:8752"), upstreams, strict=True):
+        assert f"server {shown};" in moved
+        moved = moved.replace(f"server {shown};", f"server 127.0.0.1:{upstream.server_port};")
+    prefix = tmp_path / "nginx"
+    assert _nginx_test(moved, prefix).returncode == 0
+    site = site_certificates(tmp_path, ["search.example.org"], ["127.0.0.1"])
+    conf = (prefix / "nginx.conf").read_text(encoding="utf-8")
+    conf = re.sub(r"ssl_certificate (\S+);", f"ssl_certificate {site.cert_file};", conf)
+    conf = re.sub(r"ssl_certificate_key (\S+);", f"ssl_certificate_key {site.key_file};", conf)
+    (prefix / "nginx.conf").write_text("daemon off;\nmaster_process off;\n" + conf, "utf-8")
+    for upstream in upstreams:
+        threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    server = subprocess.Popen(
+        [nginx, "-e", "stderr", "-p", str(prefix), "-c", str(prefix / "nginx.conf")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        _wait_for_port(port, server)
+        runs = [_read_events(port, site.ca_pem, first_read) for _ in range(3)]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        for upstream in upstreams:
+            upstream.shutdown()
+            upstream.server_close()
+    served = [upstream.number for upstream in upstreams if upstream.seen]
+    assert len(served) == 1, "ip_hash keeps one client on one instance"
+    for data, first_s in runs:
+        assert data == [f"data: one from {served[0]}", "data: two"]
+        assert first_s < 5, f"the first event took {first_s:.1f} s: the proxy buffered it"
+    for headers in upstreams[served[0] - 1].seen:
+        assert headers["Authorization"] == "Bearer book-key"
+        assert headers["Host"] == "search.example.org"
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"nginx exited: {process.communicate()[1].decode()[-800:]}")
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    pytest.fail("nginx did not listen within 15 s")

@@ -98,6 +98,39 @@ def normalize_sdist(sdist: pathlib.Path, epoch: int) -> None:
         packed.write(raw.getvalue())
 
 
+def _target_environments(platform: str, python_version: str) -> list[dict[str, str]]:
+    """Marker environments of the bundle's machine: its Python's first and a late patch release."""
+    machine = platform.split("_", 1)[1]  # manylinux2014_aarch64 -> aarch64
+    fixed = {
+        "python_version": python_version,
+        "platform_machine": machine,
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "os_name": "posix",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+    }
+    return [{**fixed, "python_full_version": f"{python_version}.{patch}"} for patch in (0, 99)]
+
+
+def bundle_pins(lock: pathlib.Path, platform: str, python_version: str) -> list[str]:
+    """The lock's pins that some Python of the bundle's version needs, without their markers.
+
+    pip decides a pin's marker by the Python that runs pip, not by --python-version; and a
+    lock frozen on one patch release keeps the pins of the others only by their markers
+    (redis needs async-timeout below 3.11.3, and Debian 12's Python is 3.11.2).
+    """
+    from packaging.markers import Marker  # noqa: PLC0415 (in the dev lock, which make dist uses)
+
+    environments = _target_environments(platform, python_version)
+    pins = []
+    for line in lock.read_text(encoding="utf-8").splitlines():
+        pin, _, marker = (part.strip() for part in line.partition(";"))
+        if pin and (not marker or any(Marker(marker).evaluate(e) for e in environments)):
+            pins.append(pin)
+    return pins
+
+
 def download_bundle(
     wheel: pathlib.Path, out: pathlib.Path, platform: str, python_version: str
 ) -> pathlib.Path:
@@ -105,14 +138,17 @@ def download_bundle(
     machine = MACHINE_OF_PLATFORM.get(platform, platform)
     bundle = out / f"offline-{machine}-py{python_version}"
     bundle.mkdir(exist_ok=True)
-    subprocess.run(  # noqa: S603 (our own interpreter and fixed arguments)
-        [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-         "--no-deps", "--only-binary=:all:", "--platform", platform,
-         "--python-version", python_version, "--implementation", "cp",
-         "-r", str(RUN_LOCK), "--dest", str(bundle)],
-        check=True,
-        stdout=sys.stderr,
-    )  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        pins = pathlib.Path(tmp) / "pins.txt"
+        pins.write_text("\n".join(bundle_pins(RUN_LOCK, platform, python_version)) + "\n")
+        subprocess.run(  # noqa: S603 (our own interpreter and fixed arguments)
+            [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+             "--no-deps", "--only-binary=:all:", "--platform", platform,
+             "--python-version", python_version, "--implementation", "cp",
+             "-r", str(pins), "--dest", str(bundle)],
+            check=True,
+            stdout=sys.stderr,
+        )  # fmt: skip
     shutil.copy2(wheel, bundle / wheel.name)
     return bundle
 
