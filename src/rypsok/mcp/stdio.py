@@ -27,11 +27,11 @@ import sys
 from types import FrameType
 
 import anyio
-from mcp.server.stdio import stdio_server
 
 from rypsok.core import limits, logs
 from rypsok.core.services import Services
 from rypsok.mcp.server import build_server
+from rypsok.mcp.stdio_pipes import stdio_streams
 
 log = logging.getLogger("rypsok.serve")
 
@@ -46,7 +46,7 @@ async def _serve(services: Services, serving: anyio.CancelScope, done: anyio.Eve
     gc.freeze()
     try:
         with serving:
-            async with stdio_server() as (read_stream, write_stream):
+            async with stdio_streams() as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
             logs.event(log, "shutdown", reason="end_of_input")
     finally:
