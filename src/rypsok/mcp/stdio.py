@@ -3,9 +3,11 @@
 Standard output carries MCP messages only: nothing is written before the SDK's
 `stdio_server()` owns the pipe, and logs go to stderr. End of input ends the
 server loop, which cancels every call in flight. SIGTERM cancels the serving
-scope the same way; because the SDK reads stdin in a worker thread that no
-cancellation can interrupt, the process then ends itself once the calls are
-aborted, well within LIM-O1, instead of waiting for input that may never come.
+scope the same way; because the SDK's own transport (used where the pipes
+cannot be served on the event loop, `stdio_pipes.py`) reads stdin in a worker
+thread that no cancellation can interrupt, the process then ends itself once
+the calls are aborted, well within LIM-O1, instead of waiting for input that
+may never come.
 Either way the last line before the exit is the `metrics` summary (REQ-OBS-008).
 
 Where the event loop cannot watch signals (asyncio's Proactor loop on Windows
