@@ -8,7 +8,7 @@ import pathlib
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from ipaddress import ip_address
 from typing import Any
 
@@ -54,9 +54,11 @@ def stdio_params(config: pathlib.Path | None = None) -> StdioServerParameters:
 class RawServer:
     """rypsok serve over real pipes, spoken to in raw JSON-RPC lines."""
 
-    def __init__(self, config: pathlib.Path | None = None) -> None:
+    def __init__(
+        self, config: pathlib.Path | None = None, command: Sequence[str] = tuple(SERVE)
+    ) -> None:
         self.process = subprocess.Popen(
-            SERVE,
+            list(command),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

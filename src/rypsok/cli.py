@@ -2,33 +2,18 @@
 
 Exit codes: 0 success, 1 configuration error, 2 usage error. `serve` writes
 nothing to standard output but MCP messages; diagnostics are JSON lines on
-standard error. `check` builds everything `serve` builds before it listens
-(the services with their egress client, proxy and engines; with an `[http]`
-table the HTTP plan and the TLS context), so a configuration `check` accepts
-starts, and one `serve` refuses is refused by `check` with the same message.
-It reports to standard output for a person. A configuration problem ends
-either command with exit 1 and one `configuration_refused` line, never a
-traceback.
+standard error. What each command does is in `rypsok.commands`, imported only
+once the arguments are parsed: `--version` and a usage error answer without
+loading the service stack (about half a second of imports; issue 14 item 3).
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 
 from rypsok import __version__
-from rypsok.core import logs
-from rypsok.core.config import Config, ConfigError, cache_secret_problems
-from rypsok.core.services import engine_categories, engine_states, load_configuration
-from rypsok.mcp.http.plan import HttpPlan, http_configured, plan_http, tls_server_context
-
-EXIT_OK = 0
-EXIT_CONFIG = 1
-EXIT_USAGE = 2
-
-log = logging.getLogger("rypsok.cli")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,110 +32,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logs.configure()
-    try:
-        config = load_configuration(args.config)
-    except ConfigError as exc:
-        logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
-        return EXIT_CONFIG
-    # Hook (issue 12): the Redis URL and HMAC key must resolve.
-    secret_problems = cache_secret_problems(config, serving=args.command == "serve")
-    if secret_problems:
-        logs.event(log, "configuration_refused", logging.ERROR, problem="; ".join(secret_problems))
-        return EXIT_CONFIG
-    if args.command == "check":
-        return _check(config)
-    if args.transport == "http":
-        return _serve_http(config)
-    return _serve_stdio(config)
+    from rypsok import commands  # noqa: PLC0415 (after the arguments: see above)
+
+    return commands.run(
+        args.command, config_path=args.config, transport=getattr(args, "transport", "stdio")
+    )
 
 
-def _check(config: Config) -> int:
-    """Build what `serve` builds before it listens; any refusal is exit 1 naming the key."""
-    try:
-        _build_and_close(config)
-        plan = _http_plan(config) if http_configured(config) else None
-    except ConfigError as exc:
-        logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
-        return EXIT_CONFIG
-    lines = ["configuration OK"]
-    categories = engine_categories(config)
-    lines += [
-        f"  engine {engine_id}: {state} ({', '.join(categories[engine_id])})"
-        for engine_id, state in engine_states(config)
-    ]
-    if plan is not None:
-        lines.append(f"  http: {plan.url} ({plan.mode}, {len(plan.keys)} caller(s))")
-        lines += [f"  caller {caller}: {', '.join(scopes)}" for caller, scopes in plan.scopes]
-        if plan.oauth is not None:
-            lines.append(
-                f"  oauth: tokens of {plan.oauth.issuer} for {plan.oauth.audience} "
-                f"(metadata at {plan.oauth.metadata_url})"
-            )
-        lines.append(f"  certificate: {plan.certificate_words}")
-        lines += [f"  warning: {warning}" for warning in plan.warnings]
-    else:
-        lines.append("  http: not configured ('serve --transport http' needs [[http.keys]])")
-    sys.stdout.write("\n".join(lines) + "\n")
-    return EXIT_OK
-
-
-def _build_and_close(config: Config) -> None:
-    """The services exactly as `serve` builds them (egress, proxy, engines, pipelines)."""
-    import anyio  # noqa: PLC0415
-
-    from rypsok.core.services import Services  # noqa: PLC0415
-
-    async def build() -> None:
-        await Services(config).aclose()
-
-    anyio.run(build)
-
-
-def _http_plan(config: Config) -> HttpPlan:
-    """The HTTP plan with its TLS context loaded, as the listener will load it."""
-    plan = plan_http(config)
-    if plan.tls_cert_file is not None and plan.tls_key_file is not None:
-        tls_server_context(plan.tls_cert_file, plan.tls_key_file)
-    return plan
-
-
-def _serve_stdio(config: Config) -> int:
-    # The protocol stack is imported only when serving: check and usage stay light.
-    import anyio  # noqa: PLC0415
-
-    from rypsok.core.services import Services  # noqa: PLC0415
-    from rypsok.mcp.stdio import serve_stdio  # noqa: PLC0415
-
-    try:
-        services = Services(config)
-    except ConfigError as exc:
-        logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
-        return EXIT_CONFIG
-    for engine_id, state in engine_states(config):
-        logs.event(log, "engine", engine=engine_id, state=state)
-    logs.event(log, "serving", transport="stdio", version=__version__)
-    anyio.run(serve_stdio, services)
-    return EXIT_OK
-
-
-def _serve_http(config: Config) -> int:
-    try:
-        plan = _http_plan(config)
-    except ConfigError as exc:
-        logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
-        return EXIT_CONFIG
-
-    import anyio  # noqa: PLC0415
-
-    from rypsok.core.services import Services  # noqa: PLC0415
-    from rypsok.mcp.http.serve import serve_http  # noqa: PLC0415
-
-    for engine_id, state in engine_states(config):
-        logs.event(log, "engine", engine=engine_id, state=state)
-    try:
-        anyio.run(serve_http, Services(config), plan)
-    except ConfigError as exc:  # TLS material or the address, found only when serving
-        logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
-        return EXIT_CONFIG
-    return EXIT_OK
+if __name__ == "__main__":
+    sys.exit(main())

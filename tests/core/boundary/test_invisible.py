@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rypsok.core.boundary import invisible
 from rypsok.core.boundary.invisible import remove_invisible
 
 ZWNJ = "\u200c"
@@ -201,6 +202,19 @@ def test_every_control_and_format_character_is_removed() -> None:
         if kept(f"a{char}b") != "ab":
             survivors.append(hex(code_point))
     assert survivors == []
+
+
+@pytest.mark.req("REQ-SEC-015")
+def test_the_removal_table_is_the_scan_of_the_running_unicode_version() -> None:
+    """REQ-SEC-015: the start-up constant (Unicode 14.0.0) equals the unicodedata scan.
+
+    Under Python 3.11 the constant is what removal uses, so a wrong range there
+    fails this test; under another Unicode version both sides are the scan.
+    """
+    scanned = invisible._ranges_of(invisible._always_removed_code_points())
+    assert invisible.always_removed_ranges() == scanned
+    if unicodedata.unidata_version == invisible._REMOVED_RANGES_UNICODE:
+        assert invisible.always_removed_ranges() is invisible._REMOVED_RANGES
 
 
 @pytest.mark.req("REQ-SEC-015")

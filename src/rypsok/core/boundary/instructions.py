@@ -7,13 +7,15 @@ request to hide something from the user, to call a tool, or to exfiltrate.
 The caller turns a hit into a notice, or drops the result when the operator
 configured that; the text itself is never changed.
 
-Rules, not a model (REQ-ARCH-006): precompiled regular expressions over the
+Rules, not a model (REQ-ARCH-006): regular expressions over the
 text after NFKC normalisation and case folding, so that full-width letters,
 compatibility forms and case do not evade them. Apply it to text that
 `clean_text` produced: markup and invisible characters are gone by then, so
 `ig<b></b>nore` and `ig\\u200bnore` have become `ignore`; and it is bounded:
-what was cut never reaches the caller. The cost is linear: about
-0.4 ms for a 500-character snippet, 1.5 us per character on longer text.
+what was cut never reaches the caller. The cost is linear in the text: each
+pattern runs only where one of the literals it requires occurs (found with
+substring tests), so ordinary text costs about 10 us per 100 characters, and
+text that holds many of those words up to 1.5 us per character.
 
 Precision comes first. Each rule needs the parts that make a phrase an
 instruction to a model, not a phrase about instructions: `ignore` must be
@@ -29,9 +31,20 @@ and text split over several results.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
-from typing import Final
+from collections.abc import Iterable
+from re import _constants as sre_constants  # type: ignore[attr-defined]
+from re import _parser as sre_parser  # type: ignore[attr-defined]
+from typing import Any, Final
+
+# The regular-expression parser's node kinds, to find each pattern's required literals.
+_LITERAL: Final = sre_constants.LITERAL
+_SUBPATTERN: Final = sre_constants.SUBPATTERN
+_BRANCH: Final = sre_constants.BRANCH
+_REPEATS: Final = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT)
+_parse: Final = sre_parser.parse
 
 # Qualifiers and nouns of "ignore all previous instructions" and its kin.
 _EN_EARLIER: Final = (
@@ -152,7 +165,79 @@ _CHINESE: Final = (
 # No IGNORECASE: the text is case-folded before matching and every pattern is
 # written in folded form (a test keeps it so), which makes matching a third faster.
 _PATTERNS: Final = (*_ENGLISH, *_GERMAN, *_FRENCH, *_SPANISH, *_CHINESE)
-_INSTRUCTION_PATTERN: Final = re.compile("|".join(f"(?:{pattern})" for pattern in _PATTERNS))
+
+
+def _required_literals(items: Iterable[tuple[Any, Any]]) -> frozenset[str] | None:
+    """Literal strings one of which every match of this parsed sequence contains.
+
+    Walks the parse of a pattern: every item of a sequence is required except
+    what may repeat zero times; a run of literal characters is one string, a
+    group is its own sequence, an alternation is the union over its branches
+    (all of which must have such a set). Of the required items the one whose
+    shortest literal is longest is chosen (the most selective). None when no
+    item gives a set: the pattern then always runs.
+    """
+    chosen: frozenset[str] | None = None
+    parsed = list(items)
+    index = 0
+    while index < len(parsed):
+        op, value = parsed[index]
+        index += 1
+        if op is _LITERAL:
+            run = [chr(value)]
+            while index < len(parsed) and parsed[index][0] is _LITERAL:
+                run.append(chr(parsed[index][1]))
+                index += 1
+            found: frozenset[str] | None = frozenset(["".join(run)])
+        else:
+            found = _item_literals(op, value)
+        if found is not None and (chosen is None or min(map(len, found)) > min(map(len, chosen))):
+            chosen = found
+    return chosen
+
+
+def _item_literals(op: Any, value: Any) -> frozenset[str] | None:
+    if op is _SUBPATTERN:
+        _, added_flags, removed_flags, body = value
+        return None if added_flags or removed_flags else _required_literals(body)
+    if op is _BRANCH:
+        branches = [_required_literals(branch) for branch in value[1]]
+        if any(branch is None for branch in branches):
+            return None
+        return frozenset().union(*(b for b in branches if b is not None))
+    if op in _REPEATS and value[0] >= 1:
+        return _required_literals(value[2])
+    return None
+
+
+def _literal_index(patterns: Iterable[str]) -> tuple[dict[str, tuple[int, ...]], tuple[int, ...]]:
+    """Each required literal with the patterns that need it, and the patterns that need none."""
+    by_literal: dict[str, list[int]] = {}
+    always: list[int] = []
+    for number, pattern in enumerate(patterns):
+        parsed = _parse(pattern)
+        # An inline (?i) would make the literals match in any case: such a pattern always runs.
+        literals = None if parsed.state.flags & re.IGNORECASE else _required_literals(parsed)
+        if literals is None:
+            always.append(number)
+            continue
+        for literal in literals:
+            by_literal.setdefault(literal, []).append(number)
+    return {k: tuple(v) for k, v in by_literal.items()}, tuple(always)
+
+
+# Issue 14: one alternation of all the patterns tried 40 branches at every
+# position of every title and snippet (about a sixth of a search's CPU) and
+# took ~20 ms to compile at start-up. A pattern can match only where one of its
+# required literals occurs, so a substring test of those literals picks the
+# few patterns worth running; each is compiled on its first use. The answer
+# is the same as the alternation's: a match contains one of its literals.
+_BY_LITERAL, _ALWAYS_RUN = _literal_index(_PATTERNS)
+
+
+@functools.cache
+def _compiled(number: int) -> re.Pattern[str]:
+    return re.compile(_PATTERNS[number])
 
 
 def _normalized(text: str) -> str:
@@ -161,4 +246,9 @@ def _normalized(text: str) -> str:
 
 def looks_like_instruction(text: str) -> bool:
     """Whether cleaned external `text` holds an instruction aimed at an AI reader."""
-    return _INSTRUCTION_PATTERN.search(_normalized(text)) is not None
+    normalized = _normalized(text)
+    candidates = set(_ALWAYS_RUN)
+    for literal, numbers in _BY_LITERAL.items():
+        if literal in normalized:
+            candidates.update(numbers)
+    return any(_compiled(number).search(normalized) is not None for number in sorted(candidates))

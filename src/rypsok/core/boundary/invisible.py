@@ -67,9 +67,11 @@ Arabic and Indic blocks, not by the Unicode Script property, which the
 standard library does not expose. A virama is a character of canonical
 combining class 9 inside an Indic range. Extended_Pictographic comes from the
 ranges of emoji-data.txt, which are stable: new emoji are allocated inside
-them. The removal table is built at import from `unicodedata` over planes 0,
-1 and 14, the only planes with Cc or Cf characters (a test checks this for
-the running Unicode version); building it takes about 30 ms at import.
+them. The removal table comes from `unicodedata` over planes 0, 1 and 14, the only
+planes with Cc or Cf characters (a test checks this for the running Unicode
+version). Scanning them takes about 30 ms, so the table is kept as a constant
+for Python 3.11's Unicode 14.0.0, checked by a test against the scan; under
+any other Unicode version it is scanned at import.
 """
 
 from __future__ import annotations
@@ -191,19 +193,22 @@ def _in_ranges(code_point: int, ranges: Iterable[tuple[int, int]]) -> bool:
     return any(low <= code_point <= high for low, high in ranges)
 
 
-def _range_class(code_points: Iterable[int]) -> str:
-    """A regex character class body for a set of code points, as ranges."""
-    parts: list[str] = []
-    ordered = sorted(code_points)
-    index = 0
-    while index < len(ordered):
-        low = high = ordered[index]
-        while index + 1 < len(ordered) and ordered[index + 1] == high + 1:
-            index += 1
-            high = ordered[index]
-        parts.append(f"\\U{low:08x}" if low == high else f"\\U{low:08x}-\\U{high:08x}")
-        index += 1
-    return "".join(parts)
+def _ranges_of(code_points: Iterable[int]) -> tuple[tuple[int, int], ...]:
+    """A set of code points as sorted, disjoint, non-adjacent inclusive ranges."""
+    ranges: list[tuple[int, int]] = []
+    for code_point in sorted(code_points):
+        if ranges and ranges[-1][1] == code_point - 1:
+            ranges[-1] = (ranges[-1][0], code_point)
+        else:
+            ranges.append((code_point, code_point))
+    return tuple(ranges)
+
+
+def _range_class(ranges: Iterable[tuple[int, int]]) -> str:
+    """A regex character class body for inclusive code point ranges."""
+    return "".join(
+        f"\\U{low:08x}" if low == high else f"\\U{low:08x}-\\U{high:08x}" for low, high in ranges
+    )
 
 
 def _always_removed_code_points() -> set[int]:
@@ -225,7 +230,34 @@ def _always_removed_code_points() -> set[int]:
     return removed
 
 
-_ALWAYS_REMOVED: Final = re.compile(f"[{_range_class(_always_removed_code_points())}]")
+# What `_always_removed_code_points` computes under Unicode 14.0.0 (Python 3.11's
+# `unicodedata`), as ranges. Scanning three planes costs ~30 ms of every start
+# (issue 14 item 3), so a Python with that Unicode version uses this constant and
+# any other computes the table; a test checks the constant against the scan.
+_REMOVED_RANGES_UNICODE: Final = "14.0.0"
+_REMOVED_RANGES: Final = (
+    (0x0000, 0x0008), (0x000E, 0x001B), (0x007F, 0x0084), (0x0086, 0x009F),
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
+    (0x17B4, 0x17B5), (0x180E, 0x180E), (0x200B, 0x200B), (0x200E, 0x200F),
+    (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164), (0xD800, 0xDFFF),
+    (0xFDD0, 0xFDEF), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFFB),
+    (0xFFFE, 0xFFFF), (0x13430, 0x13438), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0x1FFFE, 0x1FFFF), (0x2FFFE, 0x2FFFF), (0x3FFFE, 0x3FFFF), (0x4FFFE, 0x4FFFF),
+    (0x5FFFE, 0x5FFFF), (0x6FFFE, 0x6FFFF), (0x7FFFE, 0x7FFFF), (0x8FFFE, 0x8FFFF),
+    (0x9FFFE, 0x9FFFF), (0xAFFFE, 0xAFFFF), (0xBFFFE, 0xBFFFF), (0xCFFFE, 0xCFFFF),
+    (0xDFFFE, 0xE00FF), (0xE01F0, 0xE0FFF), (0xEFFFE, 0xEFFFF), (0xFFFFE, 0xFFFFF),
+    (0x10FFFE, 0x10FFFF),
+)  # fmt: skip
+
+
+def always_removed_ranges() -> tuple[tuple[int, int], ...]:
+    """The code points removed wherever they stand, as ranges, for the running Unicode."""
+    if unicodedata.unidata_version == _REMOVED_RANGES_UNICODE:
+        return _REMOVED_RANGES
+    return _ranges_of(_always_removed_code_points())
+
+
+_ALWAYS_REMOVED: Final = re.compile(f"[{_range_class(always_removed_ranges())}]")
 _SELECTOR_RUN: Final = re.compile(f"[{_SELECTORS}]+")
 _JOINER_RUN: Final = re.compile(f"[{JOINERS}]+")
 
