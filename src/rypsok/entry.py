@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 # Fixed thresholds also switch off glibc's dynamic adjustment of both.
 ALLOCATOR: Mapping[str, str] = {
     "MALLOC_ARENA_MAX": "2",  # worker threads share two arenas, not 8 per CPU
-    "MALLOC_MMAP_THRESHOLD_": "131072",  # blocks of 128 KiB and more: mmap, unmapped when freed
+    # Blocks of 64 KiB and more, the body's read chunks among them, are mapped on their own
+    # and unmapped when freed, so chunks of calls in flight cannot fragment the heap.
+    "MALLOC_MMAP_THRESHOLD_": "65536",
     "MALLOC_TRIM_THRESHOLD_": "131072",  # free heap tops above 128 KiB go back to the system
 }
 
