@@ -144,12 +144,12 @@ def _serve_http(config: Config) -> int:
     import anyio  # noqa: PLC0415
 
     from rypsok.core.services import Services  # noqa: PLC0415
-    from rypsok.mcp.http.serve import loop_options, serve_http  # noqa: PLC0415
+    from rypsok.mcp.http.serve import serve_http  # noqa: PLC0415
 
     for engine_id, state in engine_states(config):
         logs.event(log, "engine", engine=engine_id, state=state)
     try:
-        anyio.run(serve_http, Services(config), plan, backend_options=loop_options())
+        anyio.run(serve_http, Services(config), plan)
     except ConfigError as exc:  # TLS material or the address, found only when serving
         logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
         return EXIT_CONFIG

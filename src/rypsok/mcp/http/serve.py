@@ -239,22 +239,6 @@ def open_listener(host: str, port: int) -> socket.socket:
         ) from None
 
 
-def loop_options() -> dict[str, object]:
-    """`anyio.run`'s backend options for the HTTP server: uvloop where it is installed.
-
-    Over HTTP the process is CPU-bound on event-loop work (sockets, timers,
-    task switches), which uvloop does in C: measured at 10-20% less CPU per
-    call (docs/performance.md, §13). uvloop does not exist on Windows, where
-    the standard loop serves; nothing else changes, the bytes on the wire are
-    the same.
-    """
-    try:
-        import uvloop  # noqa: F401, PLC0415 (only the HTTP server needs it)
-    except ImportError:
-        return {}
-    return {"use_uvloop": True}
-
-
 def supported_revisions(plan: HttpPlan) -> list[str]:
     """The protocol revisions this listener serves, for the start-up log (REQ-MCP-006)."""
     handshake = list(HANDSHAKE_PROTOCOL_VERSIONS) if plan.handshake_revisions else []
