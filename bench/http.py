@@ -75,7 +75,7 @@ from rypsok.core.config import parse_config
 from rypsok.core.engines import registry
 from rypsok.core.services import Services
 from rypsok.mcp.http.plan import plan_http
-from rypsok.mcp.http.serve import loop_options, serve_http
+from rypsok.mcp.http.serve import serve_http
 
 LATENCY_MS = 5.0
 ENGINES = 5
@@ -144,13 +144,13 @@ def _services(base_url: str, setup: Setup, http: dict[str, Any]) -> tuple[Servic
     return services_with(bench_drivers(base_url, ENGINES), config), config
 
 
-# "asyncio": the server child runs on the standard loop instead of the one `rypsok serve`
-# picks (`loop_options`, uvloop where installed), for a measured pair.
+# "uvloop": the server child runs on uvloop (if installed) instead of asyncio's loop, as
+# `rypsok serve` does; for a measured pair (docs/performance.md §13.1: no gain measured).
 LOOP_SWITCH = "HTTPBENCH_LOOP"
 
 
 def _loop_options() -> dict[str, object]:
-    return {} if os.environ.get(LOOP_SWITCH) == "asyncio" else loop_options()
+    return {"use_uvloop": True} if os.environ.get(LOOP_SWITCH) == "uvloop" else {}
 
 
 def _serve(base_url: str, setup_name: str) -> int:
