@@ -13,7 +13,7 @@ the memory ceiling of REQ-PERF-003 was measured with.
 It does not when the environment already names any `MALLOC_` setting or
 `GLIBC_TUNABLES`: the operator's choice wins, and the container image and
 the documented systemd unit set `ALLOCATOR` themselves, so they never pay the
-second start (about 15 ms, measured in §13.2). Nor on another C library or
+second start (15-25 ms, measured in §13.2). Nor on another C library or
 system, nor for `check` and `--version`, which hold no pages.
 """
 
