@@ -11,6 +11,12 @@ loops: one `tools/call web_search` with a query of its own, then the next.
 Clients use 4 keys (4 callers) round robin: LIM-C6 (6,000 calls per minute) is
 per caller, so one caller alone is capped at 100 calls/s.
 
+Two engine set-ups, each with its target (issue 14, item 2), 20 clients over 4 keys:
+
+* 5 engines: the bench engines of `bench.drivers` (no spacing), ≥ 200 calls/s;
+* 1 engine: the registered `searxng` driver (its admission record has no
+  spacing), the fake answering its recorded `ok` answer after 5 ms, ≥ 300 calls/s.
+
 * raw 2026-07-28: the handshake-free revision as raw JSON-RPC POSTs over one
   keep-alive connection per client (`httpx2.AsyncClient`), with
   `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and `params._meta`; the
@@ -55,9 +61,19 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 import rypsok
-from bench.common import bench_config, emit, percentile, production_logging, table
+from bench.common import (
+    CALLS_PER_MINUTE,
+    bench_config,
+    emit,
+    percentile,
+    production_logging,
+    table,
+)
 from bench.drivers import bench_drivers, bench_routes, services_with
 from bench.fakeserver import REPO, FakeServer
+from rypsok.core.config import parse_config
+from rypsok.core.engines import registry
+from rypsok.core.services import Services
 from rypsok.mcp.http.plan import plan_http
 from rypsok.mcp.http.serve import serve_http
 
@@ -80,14 +96,72 @@ Call = Callable[[str], Awaitable[str]]
 # -- the server process ------------------------------------------------------------------------
 
 
-def _serve(base_url: str, engines: int) -> int:
+@dataclass(frozen=True)
+class Setup:
+    """One engine set-up of the server, with the fake server's routes and the target."""
+
+    name: str  # passed to the child on its command line
+    label: str
+    target_calls_per_s: float
+
+
+BENCH5 = Setup("bench5", f"{ENGINES} bench engines", 200.0)
+SEARXNG = Setup("searxng", "1 engine (searxng)", 300.0)
+SETUPS = {s.name: s for s in (BENCH5, SEARXNG)}
+SEARXNG_PATH = "/search"
+CLIENTS = 20  # the issue's figure: 20 concurrent clients over CALLERS keys
+
+
+def setup_routes(setup: Setup) -> dict[str, dict[str, Any]]:
+    if setup is SEARXNG:
+        fixture = REPO / "tests" / "fixtures" / "engines" / "searxng" / "ok.json"
+        route = {"delay_ms": LATENCY_MS, "file": str(fixture), "content_type": "application/json"}
+        return {SEARXNG_PATH: route}
+    return bench_routes([LATENCY_MS] * ENGINES)
+
+
+def _searxng_only(base_url: str) -> dict[str, dict[str, Any]]:
+    """The registered searxng driver at the fake server; every other engine disabled."""
+    engines: dict[str, dict[str, Any]] = {
+        e: {"enabled": False} for e in sorted(registry.known_ids())
+    }
+    engines["searxng"] = {"endpoint": f"{base_url}{SEARXNG_PATH}"}
+    return engines
+
+
+def _services(base_url: str, setup: Setup, http: dict[str, Any]) -> tuple[Services, Any]:
+    if setup is SEARXNG:
+        data = {
+            "schema_version": 1,
+            "egress": {"allow": ["127.0.0.1/32"]},
+            "limits": {"web_search_per_minute": CALLS_PER_MINUTE},
+            "engines": _searxng_only(base_url),
+            "http": http,
+        }
+        config = parse_config(data, known_engines=registry.known_ids())
+        return Services(config), config
+    config = bench_config(http=http)
+    return services_with(bench_drivers(base_url, ENGINES), config), config
+
+
+# "uvloop": the server child runs on uvloop (if installed) instead of asyncio's loop, as
+# `rypsok serve` does; for a measured pair (docs/performance.md §14.1: no gain measured).
+LOOP_SWITCH = "HTTPBENCH_LOOP"
+
+
+def _loop_options() -> dict[str, object]:
+    return {"use_uvloop": True} if os.environ.get(LOOP_SWITCH) == "uvloop" else {}
+
+
+def _serve(base_url: str, setup_name: str) -> int:
     """The child: rypsok over HTTP on an ephemeral loopback port; `PORT <n>` on stdout."""
     production_logging()
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     keys = [{"caller": f"caller{i}", "key": {"env": KEY_ENV.format(i)}} for i in range(CALLERS)]
-    config = bench_config(http={"port": port, "path": PATH, "keys": keys})
-    services = services_with(bench_drivers(base_url, engines), config)
+    services, config = _services(
+        base_url, SETUPS[setup_name], {"port": port, "path": PATH, "keys": keys}
+    )
     plan = plan_http(config)
     profile_path = os.environ.get(CHILD_PROFILE)
     profiler = cProfile.Profile() if profile_path else None
@@ -95,7 +169,7 @@ def _serve(base_url: str, engines: int) -> int:
     if profiler is not None:
         profiler.enable()
     try:
-        anyio.run(serve_http, services, plan, listener)
+        anyio.run(serve_http, services, plan, listener, backend_options=_loop_options())
     finally:
         if profiler is not None and profile_path:
             profiler.disable()
@@ -106,7 +180,7 @@ def _serve(base_url: str, engines: int) -> int:
 class ServerProcess:
     """`python -m bench.http serve BASE_URL ENGINES`; SIGTERM on exit (a graceful stop)."""
 
-    def __init__(self, base_url: str, profile_path: str | None = None) -> None:
+    def __init__(self, base_url: str, setup: Setup, profile_path: str | None = None) -> None:
         env = dict(os.environ)
         env.update({KEY_ENV.format(i): key for i, key in enumerate(_KEYS)})
         env.pop(CHILD_PROFILE, None)
@@ -116,7 +190,7 @@ class ServerProcess:
             prefix="httpbench-server-", suffix=".err", delete=False
         )
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "bench.http", "serve", base_url, str(ENGINES)],
+            [sys.executable, "-m", "bench.http", "serve", base_url, setup.name],
             cwd=REPO,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -152,6 +226,37 @@ class ServerProcess:
             os.unlink(self.stderr.name)
 
 
+def _start_pyspy(binary: str, pid: int, out: str) -> subprocess.Popen[bytes]:
+    command = [binary, "record", "--pid", str(pid), "--rate", "500", "--format", "raw"]
+    return subprocess.Popen(
+        [*command, "--nonblocking", "--output", out],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+@contextlib.asynccontextmanager
+async def _pyspy(pid: int, setup: Setup) -> AsyncIterator[None]:
+    """py-spy attached to the server for the run, when BENCH_PYSPY names its binary.
+
+    The raw (collapsed) stacks go to `<BENCH_PYSPY_OUT or rypsok-http>.<setup>.pyspy.txt`;
+    `python -m bench.stacks FILE` sums them per frame. Profiled runs give shares, not figures.
+    """
+    binary = os.environ.get("BENCH_PYSPY")
+    if not binary:
+        yield
+        return
+    out = f"{os.environ.get('BENCH_PYSPY_OUT', 'rypsok-http')}.{setup.name}.pyspy.txt"
+    profiler = _start_pyspy(binary, pid, out)
+    await anyio.sleep(1.0)  # let it attach before the window
+    try:
+        yield
+    finally:
+        profiler.send_signal(signal.SIGINT)  # py-spy writes its output and exits
+        profiler.wait(timeout=30)
+        emit(f"(py-spy stacks of the server in {out})")
+
+
 def _proc_cpu(pid: int) -> float:
     """User plus system CPU seconds of a process so far (Linux /proc)."""
     try:
@@ -169,6 +274,7 @@ def _proc_cpu(pid: int) -> float:
 class Run:
     label: str
     clients: int
+    target: float | None = None
     seconds: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
     outcomes: dict[str, int] = field(default_factory=dict)
@@ -197,6 +303,8 @@ class Run:
             self.clients,
             self.answered,
             self._rate(self.answered),
+            f"≥ {self.target:.0f}" if self.target else "-",
+            _verdict(self._rate(self.answered), self.target),
             percentile(self.latencies_ms, 50),
             percentile(self.latencies_ms, 99),
             self._rate(self.server_cpu_s) * 100,
@@ -216,6 +324,7 @@ class Run:
             "seconds": self.seconds,
             "answered": self.answered,
             "calls_per_s": self._rate(self.answered),
+            "target_calls_per_s": self.target,
             "latency_ms_p50": percentile(self.latencies_ms, 50),
             "latency_ms_p99": percentile(self.latencies_ms, 99),
             "server_cpu_percent": self._rate(self.server_cpu_s) * 100,
@@ -228,12 +337,18 @@ class Run:
         }
 
 
+def _verdict(rate: float, target: float | None) -> str:
+    if target is None:
+        return "-"
+    return "met" if rate >= target else "missed"
+
+
 def _or_dash(value: float) -> float | str:
     return "-" if math.isnan(value) else value
 
 
-HEADER = ["path", "N", "answered", "calls/s", "p50 ms", "p99 ms", "server cpu%",
-          "server ms/call", "server ceiling/s", "loadgen cpu%", "loadgen ms/call",
+HEADER = ["path", "N", "answered", "calls/s", "target", "verdict", "p50 ms", "p99 ms",
+          "server cpu%", "server ms/call", "server ceiling/s", "loadgen cpu%", "loadgen ms/call",
           "fake cpu%", "errors"]  # fmt: skip
 
 
@@ -389,8 +504,8 @@ def _session_call(session: ClientSession) -> Call:
 
 
 async def _measure(
-    label: str,
-    n: int,
+    run: Run,
+    setup: Setup,
     clients: Callable[[str, int], contextlib.AbstractAsyncContextManager[list[Call]]],
     fake: FakeServer,
     *,
@@ -398,12 +513,12 @@ async def _measure(
     warmup_s: float,
     profile_path: str | None = None,
 ) -> Run:
-    server = ServerProcess(fake.base_url, profile_path)
+    server = ServerProcess(fake.base_url, setup, profile_path)
     try:
-        async with clients(server.url, n) as calls:
+        async with clients(server.url, run.clients) as calls, _pyspy(server.process.pid, setup):
             return await _drive(
                 calls,
-                Run(label, n),
+                run,
                 server.cpu_seconds,
                 fake,
                 duration_s=duration_s,
@@ -428,7 +543,7 @@ async def _in_process(fake: FakeServer, n: int, duration_s: float, warmup_s: flo
         calls = [caller_call(k) for k in range(n)]
         run = await _drive(
             calls,
-            Run("in-process Services.call", n),
+            Run(f"in-process Services.call, {BENCH5.label}", n),
             time.process_time,
             fake,
             duration_s=duration_s,
@@ -483,70 +598,93 @@ def _where(filename: str, line: int, name: str) -> str:
     return f"{short}:{line}({name})"
 
 
+ROWS_SWITCH = "BENCH_HTTP_ROWS"  # e.g. "bench5,searxng": only these raw rows (for pairs)
+
+
+def _wanted(name: str) -> bool:
+    rows = os.environ.get(ROWS_SWITCH)
+    return not rows or name in rows.split(",")
+
+
+async def _setup_runs(setup: Setup, duration_s: float, warmup_s: float) -> list[Run]:
+    """The rows of one engine set-up: raw at the target's N, and for 5 engines the rest."""
+    runs: list[Run] = []
+    with FakeServer(setup_routes(setup)) as fake:
+        if setup is BENCH5 and _wanted("inprocess"):
+            runs.append(await _in_process(fake, CLIENTS, duration_s, warmup_s))
+        if _wanted(setup.name):
+            raw = Run(f"raw {MODERN}, {setup.label}", CLIENTS, setup.target_calls_per_s)
+            runs.append(
+                await _measure(
+                    raw, setup, _raw_clients, fake, duration_s=duration_s, warmup_s=warmup_s
+                )
+            )
+        if setup is BENCH5 and _wanted("sdk"):
+            session = Run(f"SDK session {HANDSHAKE}, {setup.label}", CLIENTS)
+            runs.append(
+                await _measure(
+                    session, setup, _sdk_clients, fake, duration_s=duration_s, warmup_s=warmup_s
+                )
+            )
+    return runs
+
+
+async def _profiled(setup: Setup, duration_s: float, warmup_s: float) -> tuple[Any, Any]:
+    handle, profile_path = tempfile.mkstemp(prefix=f"httpbench-{setup.name}-", suffix=".prof")
+    os.close(handle)
+    with FakeServer(setup_routes(setup)) as fake:
+        await _measure(
+            Run("profiled", CLIENTS),
+            setup,
+            _raw_clients,
+            fake,
+            duration_s=duration_s,
+            warmup_s=warmup_s,
+            profile_path=profile_path,
+        )
+    emit(f"(server profile kept in {profile_path})")
+    return _top_costs(profile_path)
+
+
 async def run(quick: bool = False) -> dict[str, Any]:
     duration_s, warmup_s = (2.0, 0.5) if quick else (5.0, 0.7)
     emit(f"rypsok imported from {pathlib.Path(rypsok.__file__).parent}")
     runs: list[Run] = []
-    profile_rows: tuple[list[list[object]], list[list[object]]] | None = None
-    with FakeServer(bench_routes([LATENCY_MS] * ENGINES)) as fake:
-        runs.append(await _in_process(fake, 16, duration_s, warmup_s))
-        for n in (8, 16, 32):
-            runs.append(
-                await _measure(
-                    f"raw {MODERN}", n, _raw_clients, fake, duration_s=duration_s, warmup_s=warmup_s
-                )
-            )
-        runs.append(
-            await _measure(
-                f"SDK session {HANDSHAKE}",
-                16,
-                _sdk_clients,
-                fake,
-                duration_s=duration_s,
-                warmup_s=warmup_s,
-            )
-        )
-        if os.environ.get(PROFILE_SWITCH):
-            handle, profile_path = tempfile.mkstemp(prefix="httpbench-", suffix=".prof")
-            os.close(handle)
-            await _measure(
-                "profiled",
-                16,
-                _raw_clients,
-                fake,
-                duration_s=duration_s,
-                warmup_s=warmup_s,
-                profile_path=profile_path,
-            )
-            profile_rows = _top_costs(profile_path)
-            emit(f"(server profile kept in {profile_path})")
+    for setup in (BENCH5, SEARXNG):
+        runs += await _setup_runs(setup, duration_s, warmup_s)
     emit(
         table(
-            f"Calls per second over HTTP, {ENGINES} bench engines at {LATENCY_MS:.0f} ms, "
-            f"{CALLERS} callers (keys), {duration_s:g} s per row; server = the rypsok process "
-            f"(uvicorn, make_server), loadgen = this process, ceiling = 1000 / server ms/call",
+            f"Calls per second over HTTP, engines answering after {LATENCY_MS:.0f} ms, "
+            f"{CLIENTS} clients over {CALLERS} callers (keys), {duration_s:g} s per row; "
+            "server = the rypsok process (uvicorn, make_server), loadgen = this process, "
+            "ceiling = 1000 / server ms/call",
             HEADER,
             [r.row() for r in runs],
         )
     )
     result: dict[str, Any] = {"runs": [r.as_dict() for r in runs]}
-    if profile_rows is not None:
-        functions, packages = profile_rows
-        emit()
-        emit(
-            table(
-                "Server profile (cProfile, raw N=16): top functions by own time",
-                ["function", "calls", "own s", "own %", "cumulative s"],
-                functions,
+    if os.environ.get(PROFILE_SWITCH):
+        result["profile"] = {}
+        for setup in (BENCH5, SEARXNG):
+            if not _wanted(setup.name):
+                continue
+            functions, packages = await _profiled(setup, duration_s, warmup_s)
+            emit()
+            emit(
+                table(
+                    f"Server profile (cProfile, raw N={CLIENTS}, {setup.label}): top functions "
+                    "by own time",
+                    ["function", "calls", "own s", "own %", "cumulative s"],
+                    functions,
+                )
             )
-        )
-        emit()
-        emit(table("Own time by package", ["package", "own s", "own %"], packages))
-        result["profile"] = {"functions": functions, "packages": packages}
+            emit()
+            emit(table("Own time by package", ["package", "own s", "own %"], packages))
+            result["profile"][setup.name] = {"functions": functions, "packages": packages}
     return result
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "serve":
-        sys.exit(_serve(sys.argv[2], int(sys.argv[3])))
-    sys.exit("usage: python -m bench.http serve BASE_URL ENGINES (the benchmark starts it)")
+        sys.exit(_serve(sys.argv[2], sys.argv[3]))
+    sys.exit("usage: python -m bench.http serve BASE_URL SETUP (the benchmark starts it)")

@@ -75,6 +75,11 @@ ENV = [
     "PYTHONDONTWRITEBYTECODE=1",
     "PYTHONUNBUFFERED=1",
     "HOME=/nonexistent",
+    # glibc's malloc settings of rypsok.entry.ALLOCATOR, set here so serve needs no second
+    # start (docs/performance.md §13.2; tests/test_entry.py checks they are the same).
+    "MALLOC_ARENA_MAX=2",
+    "MALLOC_MMAP_THRESHOLD_=65536",
+    "MALLOC_TRIM_THRESHOLD_=131072",
 ]
 MEDIA = {
     "index": "application/vnd.oci.image.index.v1+json",

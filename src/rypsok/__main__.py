@@ -1,5 +1,5 @@
 import sys
 
-from rypsok.cli import main
+from rypsok.entry import main
 
 sys.exit(main())

@@ -244,6 +244,11 @@ def _finish(parser: Any, counter: _Counter) -> Element:
         root = parser.close()
     except etree.LxmlError:
         root = None
+    # Events left queued (those close() emits, those after a crossing) hold elements, which
+    # hold the document, which holds the parser and its queue: a cycle that kept the whole
+    # libxml2 tree alive until a full collection. Read, it is freed with its last element.
+    for _ in parser.read_events():
+        pass
     if root is None and counter.first is not None:
         root = counter.first.getroottree().getroot()
     if root is None:
