@@ -119,6 +119,7 @@ visits whatever the sheets hold. Measured figures: docs/hidden-text.md.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple, TypeAlias
@@ -582,8 +583,9 @@ class _Budget:
 
 # -- splitting sheets into rules ----------------------------------------------------------
 
-_BLOCK_TOKENS: Final = ("{", "}", '"', "'", "/*", "\\")
-_STATEMENT_TOKENS: Final = (*_BLOCK_TOKENS, ";")
+# The marks that matter to rule boundaries, inside a block and between statements.
+_BLOCK_MARKS: Final = re.compile(r"""[{}"'\\]|/\*""")
+_STATEMENT_MARKS: Final = re.compile(r"""[{};"'\\]|/\*""")
 _BLOCK_AT_RULES: Final = frozenset({"media", "supports", "layer", "container", "scope"})
 _WHITESPACE: Final = str.maketrans("", "", " \t\n\r\f")
 
@@ -596,7 +598,8 @@ class _Chunk:
     brace: int  # where the block opens
     order: int
     may_hide: bool = True  # `could_hide` of its text (read once per sheet)
-    spelled: frozenset[str] = frozenset()  # the `_SPELLINGS` its block holds
+    sheet: _SheetRules | None = None  # the sheet it was cut from, and its place there
+    index: int = 0
     parsed: bool = False
     _sketch: tuple[_Part, ...] | None = None
 
@@ -747,27 +750,23 @@ def _full_sketch(selectors: str) -> tuple[_Part, ...]:
 
 
 class _Scanner:
-    """Finds the next token that matters to rule boundaries, with C-speed `find`."""
+    """Finds the next token that matters to rule boundaries, in one C-speed search.
 
-    __slots__ = ("css", "next", "size")
+    The two searches look for literal marks only (a brace, a quote, a comment
+    opening, a backslash, a semicolon); what follows a mark is read by the
+    methods below, never by a regular expression.
+    """
+
+    __slots__ = ("css", "size")
 
     def __init__(self, css: str) -> None:
         self.css = css
         self.size = len(css)
-        self.next = dict.fromkeys(_STATEMENT_TOKENS, -1)  # cached next position of each
 
-    def special(self, start: int, tokens: tuple[str, ...] = ()) -> int:
-        """The position of the first of `tokens` (default: all) at or after `start`."""
-        best = self.size
-        following = self.next
-        for token in tokens or _STATEMENT_TOKENS:
-            position = following[token]
-            if position < start:
-                found = self.css.find(token, start)
-                position = self.size if found < 0 else found
-                following[token] = position
-            best = min(best, position)
-        return best
+    def special(self, start: int, marks: re.Pattern[str] = _STATEMENT_MARKS) -> int:
+        """The position of the first of `marks` (default: all) at or after `start`."""
+        found = marks.search(self.css, start)
+        return self.size if found is None else found.start()
 
     def skip(self, position: int) -> int:
         """Past the string, comment or escape starting at `position`."""
@@ -801,7 +800,7 @@ class _Scanner:
         depth = 1
         cursor = opening + 1
         while True:
-            position = self.special(cursor, _BLOCK_TOKENS)
+            position = self.special(cursor, _BLOCK_MARKS)
             if position >= self.size:
                 return self.size
             char = self.css[position]
@@ -842,9 +841,8 @@ def _split_rules(css: str, first_order: int, external: bool = False) -> list[_Ch
     """
     sheet = _cached_split(css)
     hiding = sheet.hiding(external)
-    spelled = sheet.spelled()
     return [
-        _Chunk(text, brace, first_order + index, may_hide=hiding[index], spelled=spelled[index])
+        _Chunk(text, brace, first_order + index, hiding[index], sheet, index)
         for index, (text, brace) in enumerate(sheet.rules)
     ]
 
@@ -854,33 +852,56 @@ class _SheetRules:
 
     A site serves the same sheets on every page, so a process that fetches
     several of its pages reads each rule once: whether its text could hide
-    (`could_hide`, per value of `external`) and which property spellings of
-    `_SPELLINGS` its block holds (the second pass's pre-check).
+    (`could_hide`, per value of `external`) and its block in lower case (the
+    second pass's pre-check looks for property spellings there).
+
+    The rule texts are lowered and stripped of whitespace together, in C-speed
+    string operations on the joined sheet. When the sheet is ASCII without the
+    rare whitespace `str.split` removes beyond CSS's own, the stripped text of
+    a rule without comments is exactly `_compact`'s, and the check runs on it
+    directly; any other rule goes through `could_hide` as it is.
     """
 
-    __slots__ = ("_hiding", "_spelled", "rules")
+    __slots__ = ("_hiding", "_lowered_blocks", "rules")
 
     def __init__(self, css: str) -> None:
-        self.rules: Final = tuple((chunk.text, chunk.brace) for chunk in _uncached_split(css))
+        self.rules: Final = _uncached_split(css)
         self._hiding: dict[bool, tuple[bool, ...]] = {}
-        self._spelled: tuple[frozenset[str], ...] | None = None
+        self._lowered_blocks: list[str] | None = None
 
     def hiding(self, external: bool) -> tuple[bool, ...]:
         known = self._hiding.get(external)
         if known is None:
-            known = tuple(could_hide(text, external=external) for text, _ in self.rules)
+            known = self._could_hide_each(external)
             self._hiding[external] = known  # two threads may both compute it: same value
         return known
 
-    def spelled(self) -> tuple[frozenset[str], ...]:
-        if self._spelled is None:
-            self._spelled = tuple(_spellings_in(text[brace:]) for text, brace in self.rules)
-        return self._spelled
+    def _could_hide_each(self, external: bool) -> tuple[bool, ...]:
+        lowered = _RULE_SEPARATOR.join(text for text, _ in self.rules).lower()
+        plain = lowered.isascii() and not any(space in lowered for space in _SPLIT_ONLY_SPACES)
+        stripped = "".join(lowered.split()).split(_RULE_SEPARATOR)
+        if len(stripped) != len(self.rules):  # no rules, or (never from lxml) a NUL in one
+            return tuple(could_hide(text, external=external) for text, _ in self.rules)
+        flags = [False] * len(self.rules)
+        for index, text in enumerate(stripped):
+            if plain and "/*" not in text:
+                flags[index] = _compact_could_hide(";" + text, external, inline=False)
+            else:
+                flags[index] = could_hide(self.rules[index][0], external=external)
+        return tuple(flags)
+
+    def spells(self, index: int, spellings: re.Pattern[str]) -> bool:
+        """Whether rule `index`'s block (lower case) holds one of `spellings`."""
+        if self._lowered_blocks is None:
+            joined = _RULE_SEPARATOR.join(text[brace:] for text, brace in self.rules)
+            self._lowered_blocks = joined.lower().split(_RULE_SEPARATOR)
+        return spellings.search(self._lowered_blocks[index]) is not None
 
 
-def _spellings_in(block: str) -> frozenset[str]:
-    lowered = block.lower()
-    return frozenset(spelling for spelling in _ALL_SPELLINGS if spelling in lowered)
+# Never in a sheet: the parser removes C0 controls other than whitespace.
+_RULE_SEPARATOR: Final = "\x00"
+# ASCII characters `str.split` takes for whitespace and CSS (and `_compact`) does not.
+_SPLIT_ONLY_SPACES: Final = ("\x0b", "\x1c", "\x1d", "\x1e", "\x1f")
 
 
 @functools.lru_cache(maxsize=_CACHED_SHEETS)
@@ -888,10 +909,10 @@ def _cached_split(css: str) -> _SheetRules:
     return _SheetRules(css)
 
 
-def _uncached_split(css: str) -> list[_Chunk]:
+def _uncached_split(css: str) -> tuple[tuple[str, int], ...]:
+    """(text, where its block opens) of each qualified rule whose at-rules apply."""
     scanner = _Scanner(css)
-    first_order = 0
-    chunks: list[_Chunk] = []
+    chunks: list[tuple[str, int]] = []
     applies: list[bool] = [True]  # one entry per open at-rule block
     start = cursor = 0
     while True:
@@ -923,10 +944,9 @@ def _uncached_split(css: str) -> list[_Chunk]:
         else:
             end = scanner.block_end(position)
             if applies[-1]:
-                chunk = _Chunk(css[start : end + 1], position - start, first_order + len(chunks))
-                chunks.append(chunk)
+                chunks.append((css[start : end + 1], position - start))
         start = cursor = end + 1
-    return chunks
+    return tuple(chunks)
 
 
 # -- media queries ------------------------------------------------------------------------
@@ -1154,7 +1174,11 @@ def _could_hide(css: str, external: bool, inline: bool) -> bool:
     A style attribute that sets any colour passes, because its colour is
     compared with the backgrounds of its ancestors.
     """
-    compact = _compact(css)
+    return _compact_could_hide(_compact(css), external, inline)
+
+
+def _compact_could_hide(compact: str, external: bool, inline: bool) -> bool:
+    """`_could_hide` of a text already made compact."""
     for form in _HIDING_FORMS:  # a plain loop: this runs for every rule of every sheet
         if form in compact:
             return True
@@ -1529,7 +1553,6 @@ _SPELLINGS: Final = {
     "overflow-x": ("overflow",),
     "overflow-y": ("overflow",),
 }
-_ALL_SPELLINGS: Final = frozenset(s for forms in _SPELLINGS.values() for s in forms)
 
 _Specificity: TypeAlias = tuple[int, int, int]
 _Entry: TypeAlias = tuple[_Rule, _Specificity]
@@ -1818,7 +1841,9 @@ class _Engine:
         keys = _Keys(
             _names_of(interest), {str(e.tag) for e in interest}, {str(e.tag) for e in bare}
         )
-        spellings = {spelling for prop in in_play for spelling in _SPELLINGS[prop]}
+        spellings = _spelling_pattern(
+            frozenset(spelling for prop in in_play for spelling in _SPELLINGS[prop])
+        )
         rules = [
             rule
             for rule in others
@@ -2091,9 +2116,15 @@ def _selector_words(selector: str) -> tuple[frozenset[str], frozenset[str]] | No
     return words, frozenset(word.lower() for word in words)
 
 
-def _spells_any(chunk: _Chunk, spellings: set[str]) -> bool:
+def _spells_any(chunk: _Chunk, spellings: re.Pattern[str]) -> bool:
     """Whether the rule's block names one of the properties in play."""
-    return not chunk.spelled.isdisjoint(spellings)
+    return chunk.sheet is None or chunk.sheet.spells(chunk.index, spellings)
+
+
+@functools.lru_cache(maxsize=64)
+def _spelling_pattern(spellings: frozenset[str]) -> re.Pattern[str]:
+    """One search for any of `spellings` (plain words: no escaping is needed, but done)."""
+    return re.compile("|".join(re.escape(spelling) for spelling in sorted(spellings)))
 
 
 def _hides_subtree(values: dict[str, Value]) -> bool:
