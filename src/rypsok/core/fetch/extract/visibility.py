@@ -2,7 +2,7 @@
 
 Hidden text is how prompt injection hides (REQ-CTX-005, REQ-SEC-003), so an
 element that a browser would not show is removed with its subtree before the
-noise pass scores anything. The decision is `core/fetch/css_visibility.py`'s:
+noise pass scores anything. The decision is `core/fetch/css_visibility/` package's:
 the `hidden` attribute, `aria-hidden="true"`, the `style` attribute and the
 page's own `<style>` sheets, parsed with tinycss2 and matched with cssselect,
 within the LIM-V bounds (docs/hidden-text.md). External style sheets are not
