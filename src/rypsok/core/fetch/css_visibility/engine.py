@@ -21,6 +21,7 @@ from cssselect.xpath import ExpressionError
 from lxml import etree  # type: ignore[import-untyped]
 
 from rypsok.core.fetch.css_visibility.bounds import _Budget
+from rypsok.core.fetch.css_visibility.glyphs import draw_glyphs
 from rypsok.core.fetch.css_visibility.matching import _parse_chunk, _Rule, _Selector
 from rypsok.core.fetch.css_visibility.media import _safe_media
 from rypsok.core.fetch.css_visibility.prechecks import could_hide
@@ -104,6 +105,7 @@ class _Engine:
     def run(self) -> None:
         self.external = bool(_EXTERNAL_SHEET(self.root))
         self._read_sheets()
+        draw_glyphs(self.root, self.chunks, external=self.external)  # before anything is judged
         self._find_attribute_candidates()
         hiding, others = self._first_pass_rules()
         for rule in hiding:
