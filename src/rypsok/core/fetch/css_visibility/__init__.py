@@ -77,6 +77,15 @@ reader sees it. This lets no hidden text through: the rendering is kept only
 as far as a browser shows it (every other rule here still applies to it), and
 text a browser shows is read by the human too, so it is not hidden text in
 the injection sense; the clipped copy, which no one sees, is always removed.
+MathJax 3 draws its glyphs with CSS `content` on empty `mjx-c` elements, so
+the text those rules draw is written into the tree first (`glyphs`), and the
+formula is kept as drawn, within the same rules.
+
+Modules, each importing only the ones before it: `properties` (values that
+hide), `bounds` (LIM-V), `media`, `prechecks` (could this text hide?),
+`sheets` (rules cut from sheets, sketches, per-sheet caches), `matching`
+(selectors), `glyphs`, `tree` and `engine` (one page's check). Names with a
+leading underscore are shared inside the package only.
 
 Colour. The element's own or inherited `color` is compared with the nearest
 ancestor-or-self `background`/`background-color` that is opaque; named,
