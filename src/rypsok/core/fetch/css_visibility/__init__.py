@@ -102,9 +102,10 @@ evaluated once over the whole tree, as XPath that starts from the subject.
 
 Caches. What is read from CSS text alone is a pure function of that text
 and is remembered per process in bounded LRU caches: a sheet's rules and
-their pre-checks (16 sheets), parsed blocks, selector sketches and words,
-compiled selectors with their XPath (8,192 texts each, texts longer than 1
-KiB not kept; at most about 80 MiB in all, a fixed base). A site serves
+their pre-checks (64 sheets, at most 16 Mi characters of them), parsed
+blocks, selector sketches and words, compiled selectors with their XPath
+(8,192 texts each, texts longer than 1 KiB not kept; at most about 80 MiB
+in all, a fixed base). A site serves
 the same sheets on every page, so its second page costs a fraction of its
 first; nothing that depends on the document is cached, and the LIM-V
 budgets are spent per page as if nothing were.

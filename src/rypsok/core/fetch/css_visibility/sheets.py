@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
@@ -22,6 +24,7 @@ from rypsok.core.fetch.css_visibility.prechecks import _compact_could_hide, coul
 from rypsok.core.fetch.css_visibility.properties import (
     _CACHED_BLOCK_TEXT,
     _CACHED_RULES,
+    _CACHED_SHEET_CHARS,
     _CACHED_SHEETS,
 )
 
@@ -347,9 +350,40 @@ _RULE_SEPARATOR: Final = "\x00"
 _SPLIT_ONLY_SPACES: Final = ("\x0b", "\x1c", "\x1d", "\x1e", "\x1f")
 
 
-@functools.lru_cache(maxsize=_CACHED_SHEETS)
-def _cached_split(css: str) -> _SheetRules:
-    return _SheetRules(css)
+class _SheetCache:
+    """`_SheetRules` by sheet text, least recently used out: at most `_CACHED_SHEETS`
+    sheets and `_CACHED_SHEET_CHARS` characters of sheet text (a count alone would
+    let 16 pages' worth of small sheets, or a few huge ones, decide the memory)."""
+
+    def __init__(self) -> None:
+        self._sheets: OrderedDict[str, _SheetRules] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()  # extractions run in worker threads
+
+    def __call__(self, css: str) -> _SheetRules:
+        with self._lock:
+            known = self._sheets.get(css)
+            if known is not None:
+                self._sheets.move_to_end(css)
+                return known
+        rules = _SheetRules(css)  # outside the lock: two threads may both compute it
+        if len(css) <= _CACHED_SHEET_CHARS:
+            with self._lock:
+                if css not in self._sheets:
+                    self._sheets[css] = rules
+                    self._chars += len(css)
+                while len(self._sheets) > _CACHED_SHEETS or self._chars > _CACHED_SHEET_CHARS:
+                    oldest, _ = self._sheets.popitem(last=False)
+                    self._chars -= len(oldest)
+        return rules
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._sheets.clear()
+            self._chars = 0
+
+
+_cached_split: Final = _SheetCache()
 
 
 def _uncached_split(css: str) -> tuple[tuple[str, int], ...]:
