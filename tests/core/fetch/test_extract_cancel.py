@@ -17,6 +17,7 @@ import pytest
 
 from rypsok.core import limits
 from rypsok.core.fetch import css_visibility, parse
+from rypsok.core.fetch.css_visibility import engine
 from rypsok.core.fetch.extract import extract_html, markdown, noise
 from rypsok.core.fetch.parse import (
     CANCEL_CHECK_INTERVAL,
@@ -94,9 +95,7 @@ def test_the_hidden_text_engine_stops_before_reading_rules_once_cancelled(
         "<main>", "<main>" + "".join(f"<p class='c{n}'>secret</p>" for n in range(1_500)), 1
     )
     rules: list[int] = []
-    monkeypatch.setattr(
-        css_visibility, "_parse_chunk", counting(css_visibility._parse_chunk, rules)
-    )
+    monkeypatch.setattr(engine, "_parse_chunk", counting(engine._parse_chunk, rules))
     flag = threading.Event()
     flag.set()
     with cancellable(flag), pytest.raises(ParseCancelled):
@@ -118,14 +117,14 @@ def test_the_hidden_text_engine_checks_the_flag_per_rule_it_matches(
     )
     flag = threading.Event()
     matched: list[int] = []
-    original = css_visibility._Engine._matches
+    original = engine._Engine._matches
 
     def match_then_cancel(self: Any, selector: Any, interest: Any) -> Any:
         matched.append(1)
         flag.set()  # the call gives up after the first rule was matched
         return original(self, selector, interest)
 
-    monkeypatch.setattr(css_visibility._Engine, "_matches", match_then_cancel)
+    monkeypatch.setattr(engine._Engine, "_matches", match_then_cancel)
     with cancellable(flag), pytest.raises(ParseCancelled):
         css_visibility.drop_hidden(parsed(html).root)
     assert len(matched) == 1

@@ -2,9 +2,10 @@
 
 Hidden text is how prompt injection hides (REQ-CTX-005, REQ-SEC-003), so an
 element that a browser would not show is removed with its subtree before the
-noise pass scores anything. The decision is `core/fetch/css_visibility.py`'s:
-the `hidden` attribute, `aria-hidden="true"`, the `style` attribute and the
-page's own `<style>` sheets, parsed with tinycss2 and matched with cssselect,
+noise pass scores anything. The decision is made by the package
+`core/fetch/css_visibility/`: the `hidden` attribute, `aria-hidden="true"`,
+the `style` attribute and the page's own `<style>` sheets, parsed with
+tinycss2 and matched with cssselect,
 within the LIM-V bounds (docs/hidden-text.md). External style sheets are not
 fetched, so one rule stays here: the utility classes that mean "not
 rendered" or "for screen readers only" in every common framework (`hidden`,

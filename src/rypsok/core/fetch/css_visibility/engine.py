@@ -1,0 +1,580 @@
+"""The engine: read the page's sheets and attributes, match, cascade, decide, remove.
+
+`_Engine.run` is one page's check: `<style>` sheets cut into rules
+(`sheets`), candidates from the `hidden`, `aria-hidden` and `style`
+attributes, a first pass over the rules that could hide, a second pass over
+the rules that could re-show what the first found, the cascade for those
+elements only (`!important`, inline over sheet, specificity, order), and the
+decision per element: hidden whole, text hidden by inheritance, or the
+aria-hidden rendering beside its clipped accessible copy. Every loop is
+iterative and spends the LIM-V budgets (`bounds`), so the work is linear in
+the document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final, TypeAlias
+
+from cssselect import SelectorError
+from cssselect.xpath import ExpressionError
+from lxml import etree  # type: ignore[import-untyped]
+
+from rypsok.core.fetch.css_visibility.bounds import _Budget
+from rypsok.core.fetch.css_visibility.glyphs import _GLYPH_TAG, draw_glyphs
+from rypsok.core.fetch.css_visibility.matching import _parse_chunk, _Rule, _Selector
+from rypsok.core.fetch.css_visibility.media import _safe_media
+from rypsok.core.fetch.css_visibility.prechecks import could_hide
+from rypsok.core.fetch.css_visibility.properties import (
+    _BLACK,
+    _GROUPS,
+    _INHERIT,
+    _INHERITED,
+    _SPELLINGS,
+    _TRANSPARENT,
+    _UNKNOWN,
+    _WHITE,
+    Value,
+    _block_may_hide,
+    _Declared,
+    _hides_alone,
+    _hides_subtree,
+    _parse_style,
+    _Rgba,
+    _State,
+    _visually_clipped,
+)
+from rypsok.core.fetch.css_visibility.sheets import (
+    _Chunk,
+    _Keys,
+    _names_none_of,
+    _spelling_pattern,
+    _spells_any,
+    _split_rules,
+)
+from rypsok.core.fetch.css_visibility.tree import (
+    _aria_hidden,
+    _chars,
+    _has_own_text,
+    _holds_text,
+    _inside,
+    _names_of,
+    _remove_keeping_tail,
+)
+from rypsok.core.fetch.parse import CANCEL_CHECK_INTERVAL, Element, check_cancelled
+
+# -- the engine ---------------------------------------------------------------------------
+
+_NEVER_HIDDEN: Final = frozenset({"html", "body", "head"})
+_UNRENDERED: Final = ("style", "template")
+# The union of attribute nodes is evaluated faster by libxml2 than a predicate of three
+# attribute tests on every element; both give the same elements in document order.
+_CANDIDATE_ATTRIBUTES: Final = etree.XPath("(//@hidden | //@aria-hidden | //@style)/..")
+# HTML splits `rel` at ASCII whitespace; XPath's normalize-space, which this replaced,
+# knew only these four (a form feed was never a separator here).
+_REL_SEPARATORS: Final = str.maketrans(dict.fromkeys("\t\n\r", " "))
+_ELEMENT_COUNT: Final = etree.XPath("count(//*)")
+_ELEMENT_TEST_VISITS: Final = 4  # measured: XPath on one element from Python vs. in a tree walk
+_NAMED: Final = etree.XPath("/descendant-or-self::*[@class or @id]")  # faster than //*
+
+_Specificity: TypeAlias = tuple[int, int, int]
+_Entry: TypeAlias = tuple[_Rule, _Specificity]
+_Rank: TypeAlias = tuple[bool, bool, _Specificity, int, int]
+
+
+@dataclass(slots=True)
+class _Engine:
+    root: Element
+    budget: _Budget = field(default_factory=_Budget)
+    elements_removed: int = 0
+    chars_removed: int = 0
+    external: bool = False  # the page links a style sheet we do not read
+    glyph_rules: bool = False  # a sheet names the glyph elements of MathJax 3
+    chunks: list[_Chunk] = field(default_factory=list)
+    # Rules matched per element, the style attributes parsed, the cascaded values.
+    entries: dict[Element, list[_Entry]] = field(default_factory=dict)
+    inline: dict[Element, tuple[_Declared, ...]] = field(default_factory=dict)
+    parsed_styles: dict[str, tuple[_Declared, ...]] = field(default_factory=dict)
+    values: dict[Element, dict[str, Value]] = field(default_factory=dict)
+    candidates: dict[Element, None] = field(default_factory=dict)  # an ordered set
+    element_count: int = 0
+    interest_tags: tuple[set[Element], dict[str, list[Element]]] | None = None
+    # Inherited state at an element and the root of the hidden text it lies in.
+    states: dict[Element, tuple[_State, Element | None]] = field(default_factory=dict)
+    # The elements carrying each class and each id (built once, when first needed).
+    present: tuple[dict[str, list[Element]], dict[str, list[Element]]] | None = None
+
+    def run(self) -> None:
+        self.external = _links_a_style_sheet(self.root)
+        self._read_sheets()
+        if self.glyph_rules:  # before anything is judged (MathJax 3 formulas)
+            draw_glyphs(self.root, self.chunks, external=self.external)
+        self._find_attribute_candidates()
+        hiding, others = self._first_pass_rules()
+        for rule in hiding:
+            self._match(rule, interest=None)
+        if not self.candidates:
+            return
+        removed, regions = self._decide()
+        if self._second_pass(others, removed, regions):
+            self.values.clear()  # new rules matched: decide again with the full cascade
+            self.states.clear()
+            removed, regions = self._decide()
+        for element in removed:
+            self._remove(element)
+        for region in regions:
+            self._clear_region(*region)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _read_sheets(self) -> None:
+        """Split the applicable `<style>` sheets into rules; remove style and template."""
+        sheets: list[str] = []
+        unrendered = list(self.root.iter(*_UNRENDERED))
+        for element in unrendered:
+            if element.tag == "style" and not _inside(element, "template"):
+                media = element.get("media")
+                if media is None or _safe_media(media):
+                    sheets.append(element.text or "")
+        for element in unrendered:
+            if not _inside(element, "template"):
+                _remove_keeping_tail(element)
+        self.glyph_rules = any(_GLYPH_TAG in css for css in sheets)
+        if any("@import" in css.lower() for css in sheets):
+            self.external = True  # an imported sheet is not fetched either: colours unknown
+        for css in sheets:
+            encoded = css.encode("utf-8", "surrogatepass")
+            left = self.budget.sheet_bytes
+            if not self.budget.take("sheet_bytes", len(encoded)):
+                # LIM-V1: read the part that fits; a rule cut in two is dropped.
+                part = encoded[:left].decode("utf-8", "ignore")
+                self.chunks.extend(_split_rules(part, len(self.chunks), self.external)[:-1])
+                return
+            self.chunks.extend(_split_rules(css, len(self.chunks), self.external))
+
+    def _find_attribute_candidates(self) -> None:
+        for element in _CANDIDATE_ATTRIBUTES(self.root):
+            if element.tag in _NEVER_HIDDEN:
+                continue
+            if element.get("hidden") is not None or _aria_hidden(element):
+                self.candidates[element] = None
+                continue
+            style = element.get("style") or ""
+            if not could_hide(style, external=self.external, inline=True):
+                continue
+            declared = self._inline(element)
+            if _block_may_hide(declared, self.external) or any(
+                isinstance(d.value, _Rgba) for d in declared
+            ):
+                self.candidates[element] = None  # a colour: compared with the ancestors
+
+    def _inline(self, element: Element) -> tuple[_Declared, ...]:
+        """The element's style attribute, parsed once per distinct text (LIM-V2)."""
+        known = self.inline.get(element)
+        if known is not None:
+            return known
+        style = element.get("style") or ""
+        declared = self.parsed_styles.get(style)
+        if declared is None:
+            declared = ()
+            if style and self.budget.take("attribute_bytes", len(style)):
+                declared = _parse_style(style)
+            self.parsed_styles[style] = declared
+        self.inline[element] = declared
+        return declared
+
+    def _first_pass_rules(self) -> tuple[list[_Rule], list[_Rule]]:
+        """Parse the rules whose text could hide; split them into hiding and the others."""
+        hiding: list[_Rule] = []
+        others: list[_Rule] = []
+        for index, chunk in enumerate(self.chunks):
+            if not index % CANCEL_CHECK_INTERVAL:
+                check_cancelled()
+            if not chunk.may_hide or not self._may_apply(chunk):
+                continue
+            if not self.budget.take("rules", 1):  # LIM-V3
+                break
+            rule = _parse_chunk(chunk)
+            if rule is not None:
+                (hiding if _block_may_hide(rule.declarations, self.external) else others).append(
+                    rule
+                )
+        return hiding, others
+
+    def _may_apply(self, chunk: _Chunk, keys: _Keys | None = None) -> bool:
+        """Whether some selector of the rule could match (and, given `keys`, match one of
+        the elements they name), judged from its text without parsing it."""
+        classes, ids = self.present or self._present()
+        for part in chunk.sketch():
+            if not (part.classes <= classes.keys() and part.ids <= ids.keys()):
+                continue
+            if keys is None or "\\" in part.subject:
+                return True
+            if not part.subject <= keys.names:
+                continue
+            if part.tag is not None and part.tag not in keys.tags:
+                continue
+            if part.tag is not None and not part.subject and part.tag not in keys.bare_tags:
+                continue  # `div{display:block}` cannot beat a class rule
+            return True
+        return False
+
+    def _present(self) -> tuple[dict[str, list[Element]], dict[str, list[Element]]]:
+        """The elements carrying each class and each id of the document."""
+        if self.present is None:
+            by_class: dict[str, list[Element]] = {}
+            by_id: dict[str, list[Element]] = {}
+            for element in _NAMED(self.root):
+                get = element.get
+                if classes := get("class"):
+                    for name in classes.split():
+                        if (carriers := by_class.get(name)) is None:
+                            by_class[name] = [element]
+                        else:
+                            carriers.append(element)
+                if identifier := get("id"):
+                    by_id.setdefault(identifier.strip(), []).append(element)
+            self.present = (by_class, by_id)
+        return self.present
+
+    # -- matching --------------------------------------------------------------------------
+
+    def _match(self, rule: _Rule, interest: set[Element] | None) -> None:
+        """Evaluate each selector of `rule` once; record the matches.
+
+        With `interest` None the rule hides and every match becomes a
+        candidate; otherwise only matches inside `interest` are recorded.
+        """
+        check_cancelled()  # once per rule: an abandoned extraction stops here (REQ-PAGE-008)
+        for selector in rule.selectors():
+            for element in self._matches(selector, interest):
+                if interest is not None and element not in interest:
+                    continue
+                if not self.budget.take("matches", 1):  # LIM-V4
+                    return
+                self.entries.setdefault(element, []).append((rule, selector.specificity))
+                if interest is None and element.tag not in _NEVER_HIDDEN:
+                    self.candidates[element] = None
+
+    def _matches(self, selector: _Selector, interest: set[Element] | None) -> list[Element]:
+        """The selector's matches, within `interest` when given.
+
+        A selector whose subject needs a class or id is tested on the elements
+        that carry it, one restricted to `interest` on those elements of it;
+        any other is evaluated once over the whole tree.
+        """
+        classes, ids = self.present or self._present()
+        if not (selector.classes <= classes.keys() and selector.ids <= ids.keys()):
+            return []
+        carriers: list[Element] | None = None
+        if selector.key is not None:
+            kind, name = selector.key
+            carriers = (ids if kind == "id" else classes).get(name, [])
+            if interest is not None:
+                carriers = [element for element in carriers if element in interest]
+        elif interest is not None:
+            carriers = self._interest_by_tag(interest).get(selector.tag or "*", [])
+        try:
+            if carriers is not None:
+                # A test through XPath from Python costs about as much as four elements
+                # visited by one evaluation over the tree; a plain selector's, one.
+                weight = 1 if selector.plain is not None else _ELEMENT_TEST_VISITS
+                if not self.budget.take("visits", weight * len(carriers)):  # LIM-V5
+                    return []
+                return [element for element in carriers if selector.on(element)]
+            if not self.element_count:
+                self.element_count = max(1, int(_ELEMENT_COUNT(self.root)))
+            if not self.budget.take("visits", self.element_count):  # LIM-V5
+                return []
+            return selector.over_tree(self.root)
+        except (etree.XPathError, ExpressionError, SelectorError, ValueError, RecursionError):
+            return []
+
+    def _interest_by_tag(self, interest: set[Element]) -> dict[str, list[Element]]:
+        """`interest` by tag, and all of it under "*" (built once per second pass)."""
+        if self.interest_tags is None or self.interest_tags[0] is not interest:
+            index: dict[str, list[Element]] = {"*": list(interest)}
+            for element in interest:
+                index.setdefault(str(element.tag), []).append(element)
+            self.interest_tags = (interest, index)
+        return self.interest_tags[1]
+
+    def _second_pass(
+        self,
+        others: list[_Rule],
+        removed: list[Element],
+        regions: list[tuple[Element, _State]],
+    ) -> bool:
+        """Read and match the rules that could re-show what the first pass hid.
+
+        Only the elements found hidden matter, and only the properties that
+        hid them: a `display:none` is undone by `display`, inherited hiding
+        by visibility, font size or colour on the element, its ancestors or
+        inside it. True when some rule was matched.
+        """
+        in_play: set[str] = set()
+        interest: set[Element] = set()
+        bare: set[Element] = set()  # elements a rule naming only their tag could re-show
+        for element in removed:
+            for prop, value in self._cascade(element).items():
+                if _hides_alone(prop, value):
+                    in_play.update(_GROUPS.get(prop, ()))
+                    interest.add(element)
+            if self._hidden_by_tag_rules_only(element):
+                bare.add(element)
+        for root, _ in regions:
+            in_play.update(_INHERITED)
+            related = {root, *root.iterancestors()}
+            related.update(e for e in root.iterdescendants() if isinstance(e.tag, str))
+            interest.update(related)
+            bare.update(related)
+        for element in self.candidates:
+            if element not in interest and self._sets_colour(element):
+                # Its own colour is judged against its ancestors' backgrounds: read their rules.
+                in_play.add("background")
+                related = {element, *element.iterancestors()}
+                interest.update(related)
+                bare.update(related)
+        if not in_play:
+            return False  # only attributes hide: nothing in CSS re-shows them
+        keys = _Keys(
+            _names_of(interest), {str(e.tag) for e in interest}, {str(e.tag) for e in bare}
+        )
+        spellings = _spelling_pattern(
+            frozenset(spelling for prop in in_play for spelling in _SPELLINGS[prop])
+        )
+        rules = [
+            rule
+            for rule in others
+            if any(d.prop in in_play for d in rule.declarations)
+            and self._may_apply(rule.chunk, keys)
+        ]
+        for index, chunk in enumerate(self.chunks):
+            if not index % CANCEL_CHECK_INTERVAL:
+                check_cancelled()
+            if chunk.parsed or not _spells_any(chunk, spellings):
+                continue
+            if _names_none_of(chunk, keys) or not self._may_apply(chunk, keys):
+                continue
+            if not self.budget.take("rules", 1):  # LIM-V3
+                break
+            rule = _parse_chunk(chunk)
+            if rule is not None and any(d.prop in in_play for d in rule.declarations):
+                rules.append(rule)
+        for rule in rules:
+            self._match(rule, interest)
+        return bool(rules)
+
+    def _hidden_by_tag_rules_only(self, element: Element) -> bool:
+        """Whether every rule that matched the element names no class or id (nor an inline
+        style hides it), so that a rule naming only a tag may win over them."""
+        entries = self.entries.get(element, ())
+        return (
+            bool(entries)
+            and element.get("style") is None
+            and all(specificity[0] == 0 and specificity[1] == 0 for _, specificity in entries)
+        )
+
+    def _sets_colour(self, element: Element) -> bool:
+        return any(
+            d.prop in ("color", "background") and isinstance(d.value, _Rgba)
+            for d in self._declared(element)
+        )
+
+    # -- the cascade -----------------------------------------------------------------------
+
+    def _declared(self, element: Element) -> list[_Declared]:
+        """Every declaration that applies to `element`, in cascade order (the last wins)."""
+        ranked: list[tuple[_Rank, _Declared]] = []
+        for rule, specificity in self.entries.get(element, ()):
+            for declared in rule.declarations:
+                rank = (declared.important, False, specificity, rule.order, declared.position)
+                ranked.append((rank, declared))
+        if element.get("style") is not None:
+            for declared in self._inline(element):
+                rank = (declared.important, True, (0, 0, 0), 0, declared.position)
+                ranked.append((rank, declared))
+        ranked.sort(key=lambda pair: pair[0])
+        return [declared for _, declared in ranked]
+
+    def _cascade(self, element: Element) -> dict[str, Value]:
+        """The winning value of each property declared for `element` (after matching)."""
+        known = self.values.get(element)
+        if known is None:
+            known = {declared.prop: declared.value for declared in self._declared(element)}
+            self.values[element] = known
+        return known
+
+    # -- deciding --------------------------------------------------------------------------
+
+    def _decide(self) -> tuple[list[Element], list[tuple[Element, _State]]]:
+        """Candidates removed whole, and the roots of text hidden by inheritance."""
+        removed: dict[Element, None] = {}
+        regions: dict[Element, _State] = {}
+        for index, element in enumerate(self.candidates):
+            if not index % CANCEL_CHECK_INTERVAL:
+                check_cancelled()
+            if element.tag in _NEVER_HIDDEN or element in removed or element in regions:
+                continue
+            if self._hidden_whole(element):
+                removed[element] = None
+                continue
+            root, state = self._region_root(element)
+            if root is not None:
+                regions[root] = state
+        outermost = [e for e in removed if not any(a in removed for a in e.iterancestors())]
+        kept = [
+            (root, state)
+            for root, state in regions.items()
+            if not any(a in removed or a in regions for a in root.iterancestors())
+        ]
+        return outermost, kept
+
+    def _hidden_whole(self, element: Element) -> bool:
+        if element.get("hidden") is not None:
+            return True
+        if _aria_hidden(element) and not self._beside_its_accessible_copy(element):
+            return True
+        return _hides_subtree(self._cascade(element))
+
+    def _beside_its_accessible_copy(self, element: Element) -> bool:
+        """Whether the aria-hidden `element` is the visible rendering of a sibling that
+        is its copy for assistive technology, visually clipped (see "aria-hidden" above).
+
+        Only the two adjacent element siblings are looked at, so each element is
+        tested at most twice and the check stays linear in the document.
+        """
+        for sibling in (element.getprevious(), element.getnext()):
+            if sibling is None or not isinstance(sibling.tag, str):
+                continue
+            if sibling.get("hidden") is not None or _aria_hidden(sibling):
+                continue
+            if _visually_clipped(self._cascade(sibling)) and _holds_text(sibling):
+                return True
+        return False
+
+    def _region_root(self, element: Element) -> tuple[Element | None, _State]:
+        """The topmost ancestor-or-self whose own text inherited values hide, and its state.
+
+        States and roots are remembered per element, so many candidates under
+        one ancestor cost one walk down from the root, not one each.
+        """
+        path: list[Element] = []
+        node: Element | None = element
+        while node is not None and node not in self.states:
+            path.append(node)
+            node = node.getparent()
+        if node is None:
+            parent_state, parent_root = self._page_state(), None
+        else:
+            parent_state, parent_root = self.states[node]
+        for ancestor in reversed(path):
+            state = self._inherit(ancestor, parent_state)
+            root = parent_root
+            if root is None and state.hides_text() and ancestor.tag not in _NEVER_HIDDEN:
+                root = ancestor
+            self.states[ancestor] = (state, root)
+            parent_state, parent_root = state, root
+        state, root = self.states[element]
+        return root, (self.states[root][0] if root is not None else state)
+
+    def _page_state(self) -> _State:
+        """Black on white, or unknown colours when an external sheet may set them."""
+        return _State(
+            invisible=False,
+            zero_font=False,
+            colour=None if self.external else _BLACK,
+            background=None if self.external else _WHITE,
+        )
+
+    def _inherit(self, element: Element, parent: _State) -> _State:
+        """The state at `element`, given its parent's.
+
+        Each element with declarations costs a visit (LIM-V5); past the bound
+        an element inherits its parent's state unchanged, which can only hide
+        more, never show hidden text.
+        """
+        if element not in self.entries and element.get("style") is None:
+            return parent
+        if not self.budget.take("visits", 1):
+            return parent
+        values = self._cascade(element)
+        exempt = element.tag in _NEVER_HIDDEN
+        invisible, zero_font, colour, background = parent
+        visibility = values.get("visibility")
+        if visibility in ("hidden", "collapse"):
+            invisible = not exempt
+        elif visibility == "visible":
+            invisible = False
+        font = values.get("font-size")
+        if font == "zero":
+            zero_font = not exempt
+        elif font == "absolute":
+            zero_font = False
+        declared_colour = values.get("color", _INHERIT)
+        if isinstance(declared_colour, _Rgba):
+            colour = declared_colour
+        elif declared_colour == _UNKNOWN:
+            colour = None
+        declared_background = values.get("background", _TRANSPARENT)
+        if isinstance(declared_background, _Rgba):
+            background = declared_background
+        elif declared_background == _UNKNOWN:
+            background = None
+        return _State(invisible, zero_font, colour, background)
+
+    # -- changing the tree -----------------------------------------------------------------
+
+    def _clear_region(self, root: Element, state: _State) -> None:
+        """Clear the text hidden under `root`; keep what descendants re-show."""
+        if root.getparent() is None:
+            return
+        stack: list[tuple[Element, _State]] = [(root, state)]
+        cleared = shown = False
+        while stack:
+            element, here = stack.pop()
+            if element is not root:
+                here = self._inherit(element, here)
+            if here.hides_text():
+                cleared = self._clear_own_text(element) or cleared
+            elif _has_own_text(element):
+                shown = True
+            stack.extend((child, here) for child in element if isinstance(child.tag, str))
+        if not shown:
+            self._remove(root)  # nothing of it shows: drop the empty shell too
+        elif cleared:
+            self.elements_removed += 1
+
+    def _clear_own_text(self, element: Element) -> bool:
+        """Clear the element's text and its children's tails (text in its own flow)."""
+        cleared = False
+        if element.text:
+            self.chars_removed += _chars(element.text)
+            element.text = None
+            cleared = True
+        for child in element:
+            if child.tail:
+                self.chars_removed += _chars(child.tail)
+                child.tail = None
+                cleared = True
+        return cleared
+
+    def _remove(self, element: Element) -> None:
+        if element.getparent() is None:
+            return
+        self.elements_removed += 1
+        self.chars_removed += sum(_chars(text) for text in element.itertext())
+        _remove_keeping_tail(element)
+
+
+def _links_a_style_sheet(root: Element) -> bool:
+    """Whether the document has a `<link rel="stylesheet" href>` (a sheet we do not read)."""
+    for link in root.getroottree().iter("link"):
+        rel = (link.get("rel") or "").translate(_STYLESHEET_CASE).translate(_REL_SEPARATORS)
+        if link.get("href") is not None and "stylesheet" in rel.split(" "):
+            return True
+    return False
+
+
+# The letters of "stylesheet" in upper case, as the XPath this replaced lowered them.
+_STYLESHEET_CASE: Final = str.maketrans("STYLEHET", "stylehet")

@@ -1,0 +1,257 @@
+"""Selectors compiled once per process, matched from their subject (cssselect + lxml XPath).
+
+cssselect parses a selector group and translates each compound to XPath 1.0;
+`_from_subject` composes the compounds from the subject outwards
+(`B[ancestor::A]` rather than `//A//B`, which rescans A's subtree for every A),
+so one evaluation over the tree visits each element once. A compound of only
+a tag, classes and an id is tested without XPath. `_Rule` is a parsed rule:
+its declarations (`properties`) and, when first matched, its selectors.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import tinycss2.color3  # type: ignore[import-untyped]
+from cssselect import HTMLTranslator, SelectorError
+from cssselect import parse as parse_selectors
+from cssselect.parser import (
+    Class,
+    CombinedSelector,
+    Hash,
+    Matching,
+    Negation,
+    Relation,
+    SpecificityAdjustment,
+    Tree,
+)
+from cssselect.xpath import ExpressionError
+from lxml import etree  # type: ignore[import-untyped]
+
+from rypsok.core.fetch.css_visibility.properties import (
+    _CACHED_BLOCK_TEXT,
+    _CACHED_RULES,
+    _Declared,
+    _parse_block,
+)
+from rypsok.core.fetch.css_visibility.sheets import _Chunk
+from rypsok.core.fetch.parse import Element
+
+
+@dataclass(slots=True, eq=False)
+class _Selector:
+    """One selector, compiled (when first needed) to XPath that starts from its subject.
+
+    cssselect composes `A B` as `//A/descendant::B`, which libxml2 evaluates by
+    walking the subtree of every A again; starting from the subject instead
+    (`B[ancestor::A]`) visits each element once, so one evaluation over the
+    tree is linear in it (times the depth for an ancestor step).
+    """
+
+    tree: Tree
+    specificity: tuple[int, int, int]
+    classes: frozenset[str]  # classes and ids every match must carry (for a cheap pre-check)
+    ids: frozenset[str]
+    key: tuple[str, str] | None  # ("class", name) or ("id", name) of the subject
+    tag: str | None  # the subject's tag, if it names one
+    # For a selector of one compound of tag, classes and ids only: what an element needs,
+    # checked without XPath. None for any other selector.
+    plain: tuple[str | None, frozenset[str], str | None] | None = None
+    _compiled: dict[str, Any] = field(default_factory=dict)
+
+    def _xpath(self, axis: str) -> Any:
+        compiled = self._compiled.get(axis)
+        if compiled is None:
+            compiled = self._compiled[axis] = etree.XPath(axis + _from_subject(self.tree))
+        return compiled
+
+    def over_tree(self, root: Element) -> list[Element]:
+        """Every match in the document (raises etree.XPathError or ExpressionError)."""
+        return list(self._xpath("descendant-or-self::")(root))
+
+    def on(self, element: Element) -> bool:
+        """Whether `element` matches (raises etree.XPathError or ExpressionError)."""
+        plain = self.plain
+        if plain is None:
+            return bool(self._xpath("self::")(element))
+        tag, classes, identifier = plain
+        if tag is not None and element.tag != tag:
+            return False
+        if identifier is not None and (element.get("id") or "").strip() != identifier:
+            return False
+        return not classes or classes.issubset((element.get("class") or "").split())
+
+
+@dataclass(slots=True, eq=False)
+class _Rule:
+    chunk: _Chunk
+    declarations: tuple[_Declared, ...]
+    order: int
+    _selectors: list[tuple[_Selector, ...]] = field(default_factory=list)
+
+    def selectors(self) -> tuple[_Selector, ...]:
+        if not self._selectors:
+            text = self.chunk.selector_text()
+            try:
+                if "/*" in text:
+                    text = tinycss2.serialize(
+                        tinycss2.parse_component_value_list(text, skip_comments=True)
+                    )
+                self._selectors.append(_compile_selectors(text))
+            except (ValueError, TypeError, AttributeError, IndexError, RecursionError):
+                self._selectors.append(())
+        return self._selectors[0]
+
+
+_TRANSLATOR: Final = HTMLTranslator()
+
+
+def _required_names(tree: Tree) -> tuple[set[str], set[str]]:
+    """Classes and ids a selector requires positively (not under :not, :is, :has)."""
+    classes: set[str] = set()
+    ids: set[str] = set()
+    stack: list[Any] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, CombinedSelector):
+            stack.extend((node.selector, node.subselector))
+            continue
+        if isinstance(node, Class):
+            classes.add(node.class_name)
+        elif isinstance(node, Hash):
+            ids.add(node.id)
+        inner = getattr(node, "selector", None)
+        if inner is not None and not isinstance(node, (Negation, Matching, Relation)):
+            stack.append(inner)
+        elif isinstance(node, (Negation, Relation, Matching, SpecificityAdjustment)):
+            stack.append(node.selector)
+    return classes, ids
+
+
+def _compile_selectors(text: str) -> tuple[_Selector, ...]:
+    if len(text) <= _CACHED_BLOCK_TEXT:
+        return _cached_selectors(text)
+    return _uncached_selectors(text)
+
+
+@functools.lru_cache(maxsize=_CACHED_RULES)
+def _cached_selectors(text: str) -> tuple[_Selector, ...]:
+    """Compiled once per process: cssselect's parse and translation are pure Python and
+    cost more than matching; a `_Selector` keeps its compiled XPath and no page state."""
+    return _uncached_selectors(text)
+
+
+def _uncached_selectors(text: str) -> tuple[_Selector, ...]:
+    try:
+        parsed = parse_selectors(text)
+    except (SelectorError, ValueError, TypeError, IndexError, AttributeError, RecursionError):
+        return ()  # an invalid selector invalidates the whole rule, as in a browser
+    compiled: list[_Selector] = []
+    for selector in parsed:
+        if selector.pseudo_element is not None:
+            continue  # ::before, ::placeholder: not the element's own text
+        tree = selector.parsed_tree
+        plain = _plain(tree)
+        if plain is None:
+            try:  # translate now: a pseudo-class cssselect lacks drops the selector here
+                etree.XPath("self::" + _from_subject(tree))
+            except (ExpressionError, SelectorError, etree.XPathError, ValueError, RecursionError):
+                continue  # a pseudo-class that never matches a static page (:focus-within, ...)
+        classes, ids = _required_names(tree)
+        compiled.append(
+            _Selector(
+                tree,
+                selector.specificity(),
+                frozenset(classes),
+                frozenset(ids),
+                _subject_key(tree),
+                _subject_tag(tree),
+                plain,
+            )
+        )
+    return tuple(compiled)
+
+
+_AXES: Final = {
+    " ": "ancestor::",
+    ">": "parent::",
+    "~": "preceding-sibling::",
+    "+": "preceding-sibling::*[1]/self::",
+}
+
+
+def _from_subject(tree: Tree) -> str:
+    """XPath steps for `tree` read from its subject: `A > B` becomes `B[parent::A]`."""
+    steps: list[tuple[str, str]] = []  # (compound, axis to the compound on its left)
+    node = tree
+    while isinstance(node, CombinedSelector):
+        axis = _AXES.get(node.combinator)
+        if axis is None:
+            raise ExpressionError(f"unknown combinator {node.combinator!r}")
+        steps.append((_compound(node.subselector), axis))
+        node = node.selector
+    expression = _compound(node)
+    for compound, axis in reversed(steps):
+        expression = f"{compound}[{axis}{expression}]"
+    return expression
+
+
+def _compound(tree: Tree) -> str:
+    xpath = _TRANSLATOR.xpath(tree)
+    if xpath.path:
+        raise ExpressionError("a compound selector that is not one step")
+    return f"{xpath.element}[{xpath.condition}]" if xpath.condition else str(xpath.element)
+
+
+def _plain(tree: Tree) -> tuple[str | None, frozenset[str], str | None] | None:
+    """(tag, classes, id) of a compound made of nothing else; None otherwise."""
+    classes: set[str] = set()
+    identifier: str | None = None
+    node: Any = tree
+    while isinstance(node, (Class, Hash)):
+        if isinstance(node, Class):
+            classes.add(node.class_name)
+        elif identifier is None:
+            identifier = node.id
+        else:
+            return None  # two ids
+        node = node.selector
+    if type(node).__name__ != "Element" or node.namespace is not None:
+        return None
+    tag = None if node.element in (None, "*") else str(node.element).lower()
+    return tag, frozenset(classes), identifier
+
+
+def _subject_tag(tree: Tree) -> str | None:
+    node: Any = tree.subselector if isinstance(tree, CombinedSelector) else tree
+    while getattr(node, "selector", None) is not None:
+        node = node.selector
+    element = getattr(node, "element", None)
+    return None if element in (None, "*") else str(element).lower()
+
+
+def _subject_key(tree: Tree) -> tuple[str, str] | None:
+    """An id or class the subject must carry, to test only the elements that do."""
+    node: Any = tree.subselector if isinstance(tree, CombinedSelector) else tree
+    found: tuple[str, str] | None = None
+    while node is not None:
+        if isinstance(node, Hash):
+            return ("id", node.id)
+        if isinstance(node, Class) and found is None:
+            found = ("class", node.class_name)
+        node = getattr(node, "selector", None)
+    return found
+
+
+def _parse_chunk(chunk: _Chunk) -> _Rule | None:
+    """The rule's declarations (tinycss2); its selectors are compiled when first matched."""
+    chunk.parsed = True
+    try:
+        declarations = _parse_block(chunk.block_text())
+    except (ValueError, TypeError, AttributeError, IndexError, RecursionError):
+        return None
+    if not declarations:
+        return None
+    return _Rule(chunk, declarations, chunk.order)

@@ -1,0 +1,189 @@
+"""Could this CSS text hide anything? Cheap checks on text before tinycss2 reads it.
+
+tinycss2 tokenises in pure Python, so a rule or style attribute is parsed
+only when its compact text (lower case, comments and whitespace removed)
+holds a hiding form (`display:none`, `opacity:0`, `left:-`, `translate`, an
+escape, ...) or colours that could hide text. Every check here is an
+over-approximation: text it rejects has no declaration that hides. No
+regular expression reads CSS syntax; these are substring searches.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import Final
+
+import tinycss2.color3  # type: ignore[import-untyped]
+
+from rypsok.core.fetch.css_visibility.properties import (
+    _BLACK,
+    _CACHED_BLOCK_TEXT,
+    _CACHED_RULES,
+    _CACHED_TEXT,
+    _INVISIBLE_ALPHA,
+    _WHITE,
+    Background,
+    _background,
+    _close,
+    _parse_colour,
+    _Rgba,
+    _tokens,
+)
+
+_WHITESPACE: Final = str.maketrans("", "", " \t\n\r\f")
+
+
+# -- rules and selectors ------------------------------------------------------------------
+
+# Text forms (lower case, comments and whitespace removed) without which no
+# declaration but a colour can hide; colours are looked at by `_colours_could_hide`.
+_HIDING_FORMS: Final = (
+    "display:none",
+    "visibility:hidden",
+    "visibility:collapse",
+    "opacity:0",
+    "opacity:.",
+    "opacity:-",
+    "font-size:0",
+    "font-size:.",
+    "font:",
+    "clip:rect",
+    "clip-path:",
+    "translate",
+    "scale",
+    "text-indent:",
+    "left:-",
+    "top:-",
+    "right:-",
+    "inset:-",
+    "margin:-",
+    "width:0",
+    "width:.",
+    "width:1px",
+    "height:0",
+    "height:.",
+    "height:1px",
+    "\\",  # an escape could spell any of them
+)
+_VALUE_ENDS: Final = (";", "}", "!")
+
+
+def could_hide(css: str, *, external: bool, inline: bool = False) -> bool:
+    """Whether a rule's or a style attribute's text could hide (see `_could_hide`)."""
+    if len(css) <= _CACHED_BLOCK_TEXT:
+        return _cached_could_hide(css, external, inline)
+    return _could_hide(css, external, inline)
+
+
+@functools.lru_cache(maxsize=_CACHED_RULES)
+def _cached_could_hide(css: str, external: bool, inline: bool) -> bool:
+    return _could_hide(css, external, inline)
+
+
+def _could_hide(css: str, external: bool, inline: bool) -> bool:
+    """Whether a rule's or a style attribute's text could hide (a pre-check before parsing).
+
+    An over-approximation: text that fails it has no declaration that hides.
+    A style attribute that sets any colour passes, because its colour is
+    compared with the backgrounds of its ancestors.
+    """
+    return _compact_could_hide(_compact(css), external, inline)
+
+
+def _compact_could_hide(compact: str, external: bool, inline: bool) -> bool:
+    """`_could_hide` of a text already made compact."""
+    for form in _HIDING_FORMS:  # a plain loop: this runs for every rule of every sheet
+        if form in compact:
+            return True
+    if inline:
+        return "color:" in compact or "background" in compact
+    return _colours_could_hide(compact, external)
+
+
+def _compact(css: str) -> str:
+    """Lower case, `;` first, comments and whitespace removed (quotes keep comments)."""
+    text = css.lower()
+    if "/*" in text and '"' not in text and "'" not in text:
+        parts: list[str] = []
+        cursor = 0
+        while (start := text.find("/*", cursor)) >= 0:
+            parts.append(text[cursor:start])
+            end = text.find("*/", start + 2)
+            cursor = len(text) if end < 0 else end + 2
+        parts.append(text[cursor:])
+        text = "".join(parts)
+    elif "/*" in text:
+        return ";" + text.translate(_WHITESPACE) + ";display:none"  # cannot tell: parse it
+    return ";" + text.translate(_WHITESPACE)
+
+
+def _values(compact: str, prop: str) -> Iterator[str]:
+    """The values given to `prop` in a compact block (a `color:` that is not `x-color:`)."""
+    for lead in (";", "{"):
+        marker = lead + prop
+        position = compact.find(marker)
+        while position >= 0:
+            start = position + len(marker)
+            end = min(
+                (found for found in (compact.find(e, start) for e in _VALUE_ENDS) if found >= 0),
+                default=len(compact),
+            )
+            yield compact[start:end]
+            position = compact.find(marker, end)
+
+
+def _colour_value(value: str) -> _Rgba | None:
+    """A colour value's text, parsed."""
+    return _cached_colour(value) if len(value) <= _CACHED_TEXT else _uncached_colour(value)
+
+
+@functools.lru_cache(maxsize=4_096)
+def _cached_colour(value: str) -> _Rgba | None:
+    return _uncached_colour(value)
+
+
+def _uncached_colour(value: str) -> _Rgba | None:
+    try:
+        return _parse_colour(value)
+    except (ValueError, TypeError, AttributeError, IndexError, RecursionError):
+        return None
+
+
+def _background_value(value: str) -> Background:
+    if len(value) <= _CACHED_TEXT:
+        return _cached_background(value)
+    return _uncached_background(value)
+
+
+@functools.lru_cache(maxsize=4_096)
+def _cached_background(value: str) -> Background:
+    return _uncached_background(value)
+
+
+def _uncached_background(value: str) -> Background:
+    try:
+        return _background(_tokens(tinycss2.parse_component_value_list(value)))
+    except (ValueError, TypeError, AttributeError, IndexError, RecursionError):
+        return "unknown"
+
+
+def _colours_could_hide(compact: str, external: bool) -> bool:
+    """Whether the block's colours could hide its text (see `_block_may_hide`)."""
+    colours: list[_Rgba] = []
+    for value in _values(compact, "color:"):
+        colour = _colour_value(value)
+        if colour is None:
+            continue  # currentColor, var(): never judged
+        if colour.alpha <= _INVISIBLE_ALPHA or (not external and _close(colour, _WHITE)):
+            return True
+        colours.append(colour)
+    backgrounds: list[_Rgba] = []
+    for prop in ("background:", "background-color:"):
+        for value in _values(compact, prop):
+            background = _background_value(value)
+            if isinstance(background, _Rgba):
+                if not external and _close(background, _BLACK):
+                    return True
+                backgrounds.append(background)
+    return any(_close(c, b) for c in colours for b in backgrounds)

@@ -1,0 +1,460 @@
+"""Style sheets cut into rules, and what their text alone says (cached per process).
+
+A small splitter (`_uncached_split`) tracks only strings, comments, escapes
+and braces, never values, and keeps the qualified rules whose enclosing
+at-rules apply (`media`). A sheet's rules, whether each could hide
+(`prechecks`) and their lowered blocks are remembered per sheet text in
+`_SheetRules`, since a site serves the same sheets on every page. Selector
+sketches (`_Part`) and words say, without parsing a selector, which classes,
+ids and tags it needs, so rules for names absent from the page are never
+parsed. The `_Chunk` objects carry the page's state (parsed or not).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Final, NamedTuple
+
+from rypsok.core.fetch.css_visibility.media import _condition_applies
+from rypsok.core.fetch.css_visibility.prechecks import _compact_could_hide, could_hide
+from rypsok.core.fetch.css_visibility.properties import (
+    _CACHED_BLOCK_TEXT,
+    _CACHED_RULES,
+    _CACHED_SHEET_CHARS,
+    _CACHED_SHEETS,
+)
+
+# -- splitting sheets into rules ----------------------------------------------------------
+
+# The marks that matter to rule boundaries, inside a block and between statements.
+_BLOCK_MARKS: Final = re.compile(r"""[{}"'\\]|/\*""")
+_STATEMENT_MARKS: Final = re.compile(r"""[{};"'\\]|/\*""")
+_BLOCK_AT_RULES: Final = frozenset({"media", "supports", "layer", "container", "scope"})
+
+
+@dataclass(slots=True)
+class _Chunk:
+    """The text of one qualified rule (prelude and block) whose media applies."""
+
+    text: str
+    brace: int  # where the block opens
+    order: int
+    may_hide: bool = True  # `could_hide` of its text (read once per sheet)
+    sheet: _SheetRules | None = None  # the sheet it was cut from, and its place there
+    index: int = 0
+    parsed: bool = False
+    _sketch: tuple[_Part, ...] | None = None
+
+    def selector_text(self) -> str:
+        return self.text[: self.brace]
+
+    def block_text(self) -> str:
+        block = self.text[self.brace + 1 :]
+        return block[:-1] if block.endswith("}") else block
+
+    def sketch(self) -> tuple[_Part, ...]:
+        if self._sketch is None:
+            self._sketch = _sketch(self.selector_text())
+        return self._sketch
+
+
+class _Part(NamedTuple):
+    """What one selector of a group needs, read without parsing it (a pre-check only).
+
+    Names inside parentheses, brackets, strings or escapes are left out, so
+    the needs are never more than the real selector's.
+    """
+
+    classes: frozenset[str]  # anywhere in the selector
+    ids: frozenset[str]
+    subject: frozenset[str]  # classes and ids of its last compound ("\\" when escaped)
+    tag: str | None  # the tag of its last compound
+
+
+class _Keys(NamedTuple):
+    """The names of the elements whose re-showing rules the second pass reads."""
+
+    names: set[str]  # their classes and ids
+    tags: set[str]
+    bare_tags: set[str]  # tags for which a rule naming only the tag could win the cascade
+
+
+_NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+_COMBINATORS: Final = frozenset(" \t\n\r\f>+~")
+
+
+_SIMPLE_SEPARATORS: Final = str.maketrans({">": " ", "+": " ", "~": " ", "\t": " ", "\n": " "})
+_NAME_MARKS: Final = str.maketrans({".": " .", "#": " #", ":": " :", "*": " "})
+
+
+def _sketch(selectors: str) -> tuple[_Part, ...]:
+    if len(selectors) <= _CACHED_BLOCK_TEXT:
+        return _cached_sketch(selectors)
+    return _uncached_sketch(selectors)
+
+
+@functools.lru_cache(maxsize=_CACHED_RULES)
+def _cached_sketch(selectors: str) -> tuple[_Part, ...]:
+    return _uncached_sketch(selectors)
+
+
+def _uncached_sketch(selectors: str) -> tuple[_Part, ...]:
+    if not any(mark in selectors for mark in _HARD_SELECTOR_MARKS):
+        return _simple_sketch(selectors)
+    return _full_sketch(selectors)
+
+
+_HARD_SELECTOR_MARKS: Final = ("(", "[", "\\", '"', "'", "/*", "\r", "\f")
+
+
+def _simple_sketch(selectors: str) -> tuple[_Part, ...]:
+    """The sketch of selectors without brackets, strings or escapes, by splitting."""
+    parts: list[_Part] = []
+    for selector in selectors.split(","):
+        compounds = selector.translate(_SIMPLE_SEPARATORS).split()
+        classes: set[str] = set()
+        ids: set[str] = set()
+        subject: set[str] = set()
+        tag: str | None = None
+        for index, compound in enumerate(compounds):
+            last = index == len(compounds) - 1
+            for piece in compound.translate(_NAME_MARKS).split():
+                if piece[0] == ".":
+                    classes.add(piece[1:])
+                elif piece[0] == "#":
+                    ids.add(piece[1:])
+                elif piece[0] == ":":
+                    continue
+                elif last:
+                    tag = piece.lower()
+                    continue
+                else:
+                    continue
+                if last:
+                    subject.add(piece[1:])
+        parts.append(_Part(frozenset(classes), frozenset(ids), frozenset(subject), tag))
+    return tuple(parts)
+
+
+def _full_sketch(selectors: str) -> tuple[_Part, ...]:
+    parts: list[_Part] = []
+    classes: set[str] = set()
+    ids: set[str] = set()
+    subject: set[str] = set()
+    tag: str | None = None
+    depth = 0
+    quote = ""
+    position, size = 0, len(selectors)
+    while position < size:
+        char = selectors[position]
+        position += 1
+        if quote:
+            if char == "\\":
+                position += 1
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in "([":
+            depth += 1
+        elif char in ")]":
+            depth = max(0, depth - 1)
+        elif char == "\\":
+            position += 1
+            subject.add("\\")  # an escaped name: unknown, never filtered out
+        elif depth:
+            continue
+        elif char == ",":
+            parts.append(_Part(frozenset(classes), frozenset(ids), frozenset(subject), tag))
+            classes, ids, subject, tag = set(), set(), set(), None
+        elif char in _COMBINATORS:
+            subject, tag = set(), None
+        elif char in ".#" or char in _NAME_CHARS or ord(char) > 127:
+            start = position if char in ".#" else position - 1
+            while position < size and (
+                selectors[position] in _NAME_CHARS or ord(selectors[position]) > 127
+            ):
+                position += 1
+            if position < size and selectors[position] == "\\":
+                subject.add("\\")
+                continue
+            name = selectors[start:position]
+            if char == ".":
+                classes.add(name)
+                subject.add(name)
+            elif char == "#":
+                ids.add(name)
+                subject.add(name)
+            else:
+                tag = name.lower()
+    parts.append(_Part(frozenset(classes), frozenset(ids), frozenset(subject), tag))
+    return tuple(parts)
+
+
+class _Scanner:
+    """Finds the next token that matters to rule boundaries, in one C-speed search.
+
+    The two searches look for literal marks only (a brace, a quote, a comment
+    opening, a backslash, a semicolon); what follows a mark is read by the
+    methods below, never by a regular expression.
+    """
+
+    __slots__ = ("css", "size")
+
+    def __init__(self, css: str) -> None:
+        self.css = css
+        self.size = len(css)
+
+    def special(self, start: int, marks: re.Pattern[str] = _STATEMENT_MARKS) -> int:
+        """The position of the first of `marks` (default: all) at or after `start`."""
+        found = marks.search(self.css, start)
+        return self.size if found is None else found.start()
+
+    def skip(self, position: int) -> int:
+        """Past the string, comment or escape starting at `position`."""
+        css = self.css
+        char = css[position]
+        if char == "\\":
+            return position + 2
+        if char == "/":
+            end = css.find("*/", position + 2)
+            return self.size if end < 0 else end + 2
+        return self._after_string(position, char)
+
+    def _after_string(self, position: int, quote: str) -> int:
+        css = self.css
+        cursor = position + 1
+        while cursor < self.size:
+            end = css.find(quote, cursor)
+            if end < 0:
+                end = self.size
+            newline = css.find("\n", cursor, end)
+            if newline >= 0:
+                return newline  # an unescaped newline ends a bad string
+            escape = css.find("\\", cursor, end)
+            if escape < 0:
+                return end + 1
+            cursor = escape + 2
+        return self.size
+
+    def block_end(self, opening: int) -> int:
+        """The index of the `}` closing the block opened at `opening` (EOF closes it)."""
+        depth = 1
+        cursor = opening + 1
+        while True:
+            position = self.special(cursor, _BLOCK_MARKS)
+            if position >= self.size:
+                return self.size
+            char = self.css[position]
+            if char == "{":
+                depth += 1
+            elif char == "}":
+                depth -= 1
+                if depth == 0:
+                    return position
+            else:
+                cursor = self.skip(position)
+                continue
+            cursor = position + 1
+
+
+def _statement_start(prelude: str) -> str:
+    """The prelude without leading whitespace and comments."""
+    text = prelude.lstrip()
+    while text.startswith("/*"):
+        end = text.find("*/", 2)
+        text = "" if end < 0 else text[end + 2 :].lstrip()
+    return text
+
+
+def _at_rule_name(head: str) -> tuple[str, str]:
+    """`@media screen {` -> ("media", " screen ")."""
+    end = 1
+    while end < len(head) and (head[end].isalnum() or head[end] in "-_"):
+        end += 1
+    return head[1:end].lower(), head[end:]
+
+
+def _split_rules(css: str, first_order: int, external: bool = False) -> list[_Chunk]:
+    """The qualified rules of a sheet whose enclosing at-rules apply, in order.
+
+    The chunks are fresh (they carry page state); what is read from their text
+    alone comes from the sheet's `_SheetRules`, remembered per sheet text.
+    """
+    sheet = _cached_split(css)
+    hiding = sheet.hiding(external)
+    return [
+        _Chunk(text, brace, first_order + index, hiding[index], sheet, index)
+        for index, (text, brace) in enumerate(sheet.rules)
+    ]
+
+
+class _SheetRules:
+    """A sheet's rules and the pre-checks read from their text, computed once per sheet.
+
+    A site serves the same sheets on every page, so a process that fetches
+    several of its pages reads each rule once: whether its text could hide
+    (`could_hide`, per value of `external`) and its block in lower case (the
+    second pass's pre-check looks for property spellings there).
+
+    The rule texts are lowered and stripped of whitespace together, in C-speed
+    string operations on the joined sheet. When the sheet is ASCII without the
+    rare whitespace `str.split` removes beyond CSS's own, the stripped text of
+    a rule without comments is exactly `_compact`'s, and the check runs on it
+    directly; any other rule goes through `could_hide` as it is.
+    """
+
+    __slots__ = ("_hiding", "_lowered_blocks", "rules")
+
+    def __init__(self, css: str) -> None:
+        self.rules: Final = _uncached_split(css)
+        self._hiding: dict[bool, tuple[bool, ...]] = {}
+        self._lowered_blocks: list[str] | None = None
+
+    def hiding(self, external: bool) -> tuple[bool, ...]:
+        known = self._hiding.get(external)
+        if known is None:
+            known = self._could_hide_each(external)
+            self._hiding[external] = known  # two threads may both compute it: same value
+        return known
+
+    def _could_hide_each(self, external: bool) -> tuple[bool, ...]:
+        lowered = _RULE_SEPARATOR.join(text for text, _ in self.rules).lower()
+        plain = lowered.isascii() and not any(space in lowered for space in _SPLIT_ONLY_SPACES)
+        stripped = "".join(lowered.split()).split(_RULE_SEPARATOR)
+        if len(stripped) != len(self.rules):  # no rules, or (never from lxml) a NUL in one
+            return tuple(could_hide(text, external=external) for text, _ in self.rules)
+        flags = [False] * len(self.rules)
+        for index, text in enumerate(stripped):
+            if plain and "/*" not in text:
+                flags[index] = _compact_could_hide(";" + text, external, inline=False)
+            else:
+                flags[index] = could_hide(self.rules[index][0], external=external)
+        return tuple(flags)
+
+    def spells(self, index: int, spellings: re.Pattern[str]) -> bool:
+        """Whether rule `index`'s block (lower case) holds one of `spellings`."""
+        if self._lowered_blocks is None:
+            joined = _RULE_SEPARATOR.join(text[brace:] for text, brace in self.rules)
+            self._lowered_blocks = joined.lower().split(_RULE_SEPARATOR)
+        return spellings.search(self._lowered_blocks[index]) is not None
+
+
+# Never in a sheet: the parser removes C0 controls other than whitespace.
+_RULE_SEPARATOR: Final = "\x00"
+# ASCII characters `str.split` takes for whitespace and CSS (and `_compact`) does not.
+_SPLIT_ONLY_SPACES: Final = ("\x0b", "\x1c", "\x1d", "\x1e", "\x1f")
+
+
+class _SheetCache:
+    """`_SheetRules` by sheet text, least recently used out: at most `_CACHED_SHEETS`
+    sheets and `_CACHED_SHEET_CHARS` characters of sheet text (a count alone would
+    let 16 pages' worth of small sheets, or a few huge ones, decide the memory)."""
+
+    def __init__(self) -> None:
+        self._sheets: OrderedDict[str, _SheetRules] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()  # extractions run in worker threads
+
+    def __call__(self, css: str) -> _SheetRules:
+        with self._lock:
+            known = self._sheets.get(css)
+            if known is not None:
+                self._sheets.move_to_end(css)
+                return known
+        rules = _SheetRules(css)  # outside the lock: two threads may both compute it
+        if len(css) <= _CACHED_SHEET_CHARS:
+            with self._lock:
+                if css not in self._sheets:
+                    self._sheets[css] = rules
+                    self._chars += len(css)
+                while len(self._sheets) > _CACHED_SHEETS or self._chars > _CACHED_SHEET_CHARS:
+                    oldest, _ = self._sheets.popitem(last=False)
+                    self._chars -= len(oldest)
+        return rules
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._sheets.clear()
+            self._chars = 0
+
+
+_cached_split: Final = _SheetCache()
+
+
+def _uncached_split(css: str) -> tuple[tuple[str, int], ...]:
+    """(text, where its block opens) of each qualified rule whose at-rules apply."""
+    scanner = _Scanner(css)
+    chunks: list[tuple[str, int]] = []
+    applies: list[bool] = [True]  # one entry per open at-rule block
+    start = cursor = 0
+    while True:
+        position = scanner.special(cursor)
+        if position >= scanner.size:
+            break
+        char = css[position]
+        if char in "\"'/\\":
+            cursor = scanner.skip(position)
+            continue
+        if char == ";":
+            if _statement_start(css[start:position]).startswith("@"):
+                start = position + 1  # a statement at-rule such as @import ends here
+            cursor = position + 1
+            continue
+        if char == "}":
+            if len(applies) > 1:
+                applies.pop()
+            start = cursor = position + 1
+            continue
+        head = _statement_start(css[start:position])
+        if head.startswith("@"):
+            name, condition = _at_rule_name(head)
+            if name in _BLOCK_AT_RULES:
+                applies.append(applies[-1] and _condition_applies(name, condition))
+                start = cursor = position + 1
+                continue
+            end = scanner.block_end(position)  # @keyframes, @font-face, @page, ...
+        else:
+            end = scanner.block_end(position)
+            if applies[-1]:
+                chunks.append((css[start : end + 1], position - start))
+        start = cursor = end + 1
+    return tuple(chunks)
+
+
+_WORD_SEPARATORS: Final = str.maketrans(dict.fromkeys(".#>+~,()=|^$!\"' \t\n\r\f", " "))
+
+
+def _names_none_of(chunk: _Chunk, keys: _Keys) -> bool:
+    """True when no selector of the rule can have its subject among `keys`, judged by
+    splitting the selector text into words (cheaper than the sketch, and looser)."""
+    words = _selector_words(chunk.selector_text())
+    if words is None:
+        return False  # a subject may have no name at all: leave it to the sketch
+    names, lowered = words
+    return keys.names.isdisjoint(names) and keys.tags.isdisjoint(lowered)
+
+
+@functools.lru_cache(maxsize=_CACHED_RULES)
+def _selector_words(selector: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The words of a selector group and their lower case; None when a subject may
+    have no name (`*`, an attribute, a pseudo-class, an escape)."""
+    if any(mark in selector for mark in ("*", "[", ":", "\\")):
+        return None
+    words = frozenset(selector.translate(_WORD_SEPARATORS).split())
+    return words, frozenset(word.lower() for word in words)
+
+
+def _spells_any(chunk: _Chunk, spellings: re.Pattern[str]) -> bool:
+    """Whether the rule's block names one of the properties in play."""
+    return chunk.sheet is None or chunk.sheet.spells(chunk.index, spellings)
+
+
+@functools.lru_cache(maxsize=64)
+def _spelling_pattern(spellings: frozenset[str]) -> re.Pattern[str]:
+    """One search for any of `spellings` (plain words: no escaping is needed, but done)."""
+    return re.compile("|".join(re.escape(spelling) for spelling in sorted(spellings)))
