@@ -87,7 +87,7 @@ NESTING_DEPTH_RANGE: Final = (16, 1_024)
 ROBOTS_CACHE_S: Final = 24 * 3600  # LIM-F12 (at most 24 h)
 ROBOTS_MAX_BYTES: Final = 500 * 1024  # LIM-F13 (at least 500 KiB)
 
-# Hidden text (core/fetch/css_visibility.py, docs/hidden-text.md): what one page's
+# Hidden text (the core/fetch/css_visibility package, docs/hidden-text.md): what one page's
 # CSS may make the visibility check read and match. Past a bound the check is
 # partial and the caller says so.
 STYLE_SHEET_MAX_BYTES: Final = 1024 * 1024  # LIM-V1: `<style>` sheet text read per page
