@@ -66,7 +66,7 @@ _I = TypeVar("_I")
 class StrictModel(BaseModel):
     """The base of driver-side answer models: strict types, unknown keys ignored."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True, defer_build=True)
 
 
 def media_type(headers: Mapping[str, str]) -> str:

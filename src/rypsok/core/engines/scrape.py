@@ -43,8 +43,6 @@ from rypsok.core.engines.common import (
     raise_for_interstitial,
     raise_for_status,
 )
-from rypsok.core.fetch.decode import decode_body
-from rypsok.core.fetch.parse import parse_bounded
 
 Element = Any  # lxml has no type stubs
 
@@ -106,6 +104,11 @@ def read_page(
         # A result page ends with </html>; one cut short may have lost results
         # silently, which is not the provider's answer either.
         raise EngineFailure(FailureClass.PARSE_FAILURE)
+    # Imported here: lxml and the decoder cost start-up time, and the scraping
+    # engines are off unless an operator turns them on.
+    from rypsok.core.fetch.decode import decode_body  # noqa: PLC0415
+    from rypsok.core.fetch.parse import parse_bounded  # noqa: PLC0415
+
     text, _ = decode_body(response.body, response.headers.get("content-type"))
     return parse_bounded(text, max_nodes=PAGE_MAX_NODES, max_depth=PAGE_MAX_DEPTH).root
 
