@@ -47,7 +47,22 @@ MODULES: dict[str, Module] = {
         "src/rypsok/core/egress/policy.py",
         ("tests/core/egress/test_policy.py", "tests/core/egress/test_policy_properties.py"),
     ),
-    "privacy": Module("src/rypsok/core/privacy.py", ("tests/core/test_privacy.py",)),
+    "privacy.values": Module(
+        "src/rypsok/core/privacy/values.py",
+        ("tests/core/test_privacy.py", "tests/core/test_privacy_properties.py"),
+    ),
+    "privacy.extractors": Module(
+        "src/rypsok/core/privacy/extractors.py",
+        ("tests/core/test_privacy.py", "tests/core/test_privacy_properties.py"),
+    ),
+    "privacy.rules": Module(
+        "src/rypsok/core/privacy/rules.py",
+        ("tests/core/test_privacy.py", "tests/core/test_privacy_properties.py"),
+    ),
+    "privacy.scan": Module(
+        "src/rypsok/core/privacy/scan.py",
+        ("tests/core/test_privacy.py", "tests/core/test_privacy_properties.py"),
+    ),
     "boundary.text": Module("src/rypsok/core/boundary/text.py", ("tests/core/boundary",)),
     "boundary.invisible": Module("src/rypsok/core/boundary/invisible.py", ("tests/core/boundary",)),
     "boundary.instructions": Module(
