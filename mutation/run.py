@@ -76,7 +76,10 @@ MODULES: dict[str, Module] = {
     "boundary.instructions": Module(
         "src/rypsok/core/boundary/instructions.py", ("tests/core/boundary",)
     ),
-    "fetch.robots": Module("src/rypsok/core/fetch/robots.py", ("tests/core/fetch/test_robots.py",)),
+    "fetch.robots": Module(
+        "src/rypsok/core/fetch/robots.py",
+        ("tests/core/fetch/test_robots.py", "tests/core/fetch/test_robots_mutants.py"),
+    ),
     "http.plan": Module("src/rypsok/mcp/http/plan.py", ("tests/mcp/test_http.py",)),
     # The whole key gate, with the tests that drive it in one process: mutmut cannot map
     # the tests that run a server (tests/mcp/test_http.py) to functions (docs/assurance.md).
