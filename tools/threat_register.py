@@ -58,6 +58,7 @@ CONTROL_MODULES = frozenset(
         "rypsok.core.privacy.rules",
         "rypsok.core.privacy.scan",
         "rypsok.core.privacy.values",
+        "rypsok.core.secret_files",
         "rypsok.core.search.aggregate",
         "rypsok.core.search.urls",
         "rypsok.mcp.http.auth",
