@@ -11,6 +11,7 @@ handler of the MCP server is called here; the inner app is the tests' own.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -36,10 +37,14 @@ class Inner:
     """The app behind the gate: records each scope that reached it and answers 200."""
 
     seen: list[Scope] = field(default_factory=list)
+    received: list[dict[str, Any]] = field(default_factory=list)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self.seen.append(scope)
+        # The request's own messages reach the app through the gate.
+        self.received.append(dict(await receive()))
         if scope["type"] != "http":
+            await send({"type": "lifespan.startup.complete"})
             return
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"inner"})
@@ -89,6 +94,15 @@ def _error(response: httpx2.Response) -> dict[str, Any]:
     body = json.loads(response.content)
     assert body["jsonrpc"] == "2.0" and body["id"] is None
     return cast("dict[str, Any]", body["error"])
+
+
+def _refusals(caplog: pytest.LogCaptureFixture) -> list[tuple[int, object]]:
+    """(level, reason) of each `key_refused` event logged."""
+    return [
+        (record.levelno, getattr(record, "fields", {}).get("reason"))
+        for record in caplog.records
+        if record.getMessage() == "key_refused"
+    ]
 
 
 def _scope(authorization: bytes | None) -> Scope:
@@ -143,6 +157,26 @@ async def test_a_key_that_is_not_valid_text_is_refused_without_an_error() -> Non
     assert access is not None and access.client_id == "odd"
 
 
+@pytest.mark.req("REQ-SEC-018", "REQ-DEP-002", "REQ-OPS-001")
+async def test_each_refusal_is_logged_as_a_warning_with_its_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """REQ-SEC-018, REQ-OPS-001: a missing key, a refused one and a token without a tool scope
+    are each one `key_refused` warning naming why (missing, refused, insufficient_scope)."""
+    gate, _ = _gate(Inner())
+    scoped, _ = _gate(Inner(), FakeOAuth(insufficient=True))
+    with caplog.at_level(logging.INFO, logger="rypsok"):
+        await _post(gate, {})
+        await _post(gate, bearer(KEY_A + "x"))
+        await _post(scoped, bearer(JWT_SHAPED))
+        await _post(gate, bearer(KEY_A))
+    assert _refusals(caplog) == [
+        (logging.WARNING, "missing"),
+        (logging.WARNING, "refused"),
+        (logging.WARNING, "insufficient_scope"),
+    ]
+
+
 @pytest.mark.req("REQ-SEC-018", "REQ-DEP-002")
 async def test_a_missing_key_is_refused_with_what_to_send_and_counted() -> None:
     """REQ-SEC-018, REQ-DEP-002: no credential → 401, the bare challenge, a message saying what
@@ -156,7 +190,10 @@ async def test_a_missing_key_is_refused_with_what_to_send_and_counted() -> None:
     assert response.headers["connection"] == "close"
     error = _error(response)
     assert error["code"] == KEY_REFUSED == -32010
-    assert "A key is needed: send 'Authorization: Bearer <key>'" in error["message"]
+    assert error["message"] == (
+        "A key is needed: send 'Authorization: Bearer <key>' with a key from the operator "
+        "of this rypsok service."
+    )
     assert counters.keys_refused == 1 and inner.seen == []
 
 
@@ -175,9 +212,14 @@ async def test_a_wrong_key_is_refused_as_invalid_never_echoed_and_counted() -> N
     assert response.headers["connection"] == "close"
     error = _error(response)
     assert error["code"] == KEY_REFUSED
-    assert error["message"].startswith("This key or token was refused: a new key is needed.")
+    assert error["message"] == (
+        "This key or token was refused: a new key is needed. Ask the operator of this "
+        "rypsok service for one (or sign in again); sending the same one again will not work."
+    )
     assert KEY_A not in response.text
     assert counters.keys_refused == 1 and inner.seen == []
+    await _post(gate, bearer(KEY_B + "x"))
+    assert counters.keys_refused == 2  # counted, not set
 
 
 @pytest.mark.req("REQ-SEC-018", "REQ-DEP-002")
@@ -188,6 +230,7 @@ async def test_a_valid_key_reaches_the_app_as_its_caller_with_its_scopes() -> No
     gate, counters = _gate(inner)
     response = await _post(gate, bearer(KEY_A))
     assert response.status_code == 200 and response.content == b"inner"
+    assert [(m["type"], m["body"]) for m in inner.received] == [("http.request", b"{}")]
     (seen,) = inner.seen
     user = seen["user"]
     assert isinstance(user, AuthenticatedUser)
@@ -204,14 +247,18 @@ async def test_what_is_not_http_passes_the_gate_untouched() -> None:
     gate, counters = _gate(inner)
     lifespan: Scope = {"type": "lifespan"}
 
+    sent: list[Any] = []
+
     async def receive() -> dict[str, Any]:
         return {"type": "lifespan.startup"}
 
     async def send(message: Any) -> None:
-        raise AssertionError(f"the gate answered a lifespan scope: {message}")
+        sent.append(message)
 
     await gate(lifespan, receive, send)
     assert len(inner.seen) == 1 and "user" not in inner.seen[0]
+    assert inner.received == [{"type": "lifespan.startup"}]
+    assert sent == [{"type": "lifespan.startup.complete"}]
     assert counters.keys_refused == 0
 
 
