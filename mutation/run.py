@@ -51,19 +51,19 @@ MODULES: dict[str, Module] = {
     ),
     "privacy.values": Module(
         "src/rypsok/core/privacy/values.py",
-        ("tests/core/test_privacy.py", "tests/core/test_privacy_properties.py"),
+        ("tests/core/test_privacy.py",),
     ),
     "privacy.extractors": Module(
         "src/rypsok/core/privacy/extractors.py",
-        ("tests/core/test_privacy.py", "tests/core/test_privacy_properties.py"),
+        ("tests/core/test_privacy.py",),
     ),
     "privacy.rules": Module(
         "src/rypsok/core/privacy/rules.py",
-        ("tests/core/test_privacy.py", "tests/core/test_privacy_properties.py"),
+        ("tests/core/test_privacy.py",),
     ),
     "privacy.scan": Module(
         "src/rypsok/core/privacy/scan.py",
-        ("tests/core/test_privacy.py", "tests/core/test_privacy_properties.py"),
+        ("tests/core/test_privacy.py",),
     ),
     "boundary.text": Module(
         "src/rypsok/core/boundary/text.py",
@@ -84,7 +84,10 @@ MODULES: dict[str, Module] = {
     # The whole key gate, with the tests that drive it in one process: mutmut cannot map
     # the tests that run a server (tests/mcp/test_http.py) to functions (docs/assurance.md).
     "mcp.http.keys": Module("src/rypsok/mcp/http/auth.py", ("tests/mcp/test_http_keys.py",)),
-    "mcp.http.oauth": Module("src/rypsok/mcp/http/oauth.py", ("tests/mcp/test_http_oauth.py",)),
+    "mcp.http.oauth": Module(
+        "src/rypsok/mcp/http/oauth.py",
+        ("tests/mcp/test_http_oauth.py", "tests/mcp/test_http_oauth_verifier.py"),
+    ),
     "fetch.returned": Module(
         "src/rypsok/core/fetch/returned.py", ("tests/core/fetch/test_strict_mode_mutants.py",)
     ),
