@@ -218,7 +218,9 @@ async def test_the_keys_come_from_a_file_and_a_bad_document_is_a_warning(
     that is not a JWKS is logged as a warning and gives no keys; a good one logs its size."""
     path = tmp_path / "jwks.json"
     from_file = OAuthVerifier(replace(PLAN, jwks_file=str(path)))
-    assert await from_file.verify_token(token()) is None  # not there yet
+    with caplog.at_level(logging.INFO, logger="rypsok"):
+        assert await from_file.verify_token(token()) is None  # not there yet: no keys, no word
+    assert caplog.records == []
     path.write_bytes(jwks((RSA_KEY, "r1"), (EC_KEY, "e1")))
     later = OAuthVerifier(replace(PLAN, jwks_file=str(path)))
     with caplog.at_level(logging.INFO, logger="rypsok"):
@@ -230,6 +232,7 @@ async def test_the_keys_come_from_a_file_and_a_bad_document_is_a_warning(
     events = [(r.getMessage(), r.levelno, getattr(r, "fields", {})) for r in caplog.records]
     assert ("issuer_keys_loaded", logging.INFO, {"keys": 2}) in events
     assert ("issuer_keys_unavailable", logging.WARNING, {"reason": "unreadable"}) in events
+    assert [e[0] for e in events].count("issuer_keys_unavailable") == 1
 
 
 @pytest.mark.req("REQ-SEC-018")
