@@ -185,7 +185,8 @@ def _pytest_arguments(module: Module) -> list[str]:
 
 
 def _scratch_tree(module: Module, into: pathlib.Path) -> None:
-    for part in ("src", "tests", "fuzz"):
+    # docs: tests check the documentation against the code (the credential kinds, say).
+    for part in ("src", "tests", "fuzz", "docs"):
         shutil.copytree(ROOT / part, into / part, ignore=shutil.ignore_patterns("__pycache__"))
     config = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     tests = ", ".join(f'"{t}"' for t in module.tests)
@@ -193,6 +194,8 @@ def _scratch_tree(module: Module, into: pathlib.Path) -> None:
         "\n[tool.mutmut]\n"
         'source_paths = ["src"]\n'
         f'only_mutate = ["{module.source}"]\n'
+        # mutmut runs the tests in its own copy; what they read beside the code goes too.
+        'also_copy = ["fuzz", "docs"]\n'
         f"pytest_add_cli_args_test_selection = [{tests}]\n"
         f"pytest_add_cli_args = {json.dumps(_pytest_arguments(module))}\n"
     )
