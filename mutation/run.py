@@ -47,7 +47,11 @@ MODULES: dict[str, Module] = {
     ),
     "egress.policy": Module(
         "src/rypsok/core/egress/policy.py",
-        ("tests/core/egress/test_policy.py", "tests/core/egress/test_policy_properties.py"),
+        (
+            "tests/core/egress/test_policy.py",
+            "tests/core/egress/test_policy_properties.py",
+            "tests/core/egress/test_policy_mutants.py",
+        ),
     ),
     "privacy.values": Module(
         "src/rypsok/core/privacy/values.py",
