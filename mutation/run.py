@@ -55,7 +55,7 @@ MODULES: dict[str, Module] = {
     ),
     "privacy.values": Module(
         "src/rypsok/core/privacy/values.py",
-        ("tests/core/test_privacy.py",),
+        ("tests/core/test_privacy.py", "tests/core/test_privacy_values.py"),
     ),
     "privacy.extractors": Module(
         "src/rypsok/core/privacy/extractors.py",
