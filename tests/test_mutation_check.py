@@ -68,7 +68,8 @@ def test_the_committed_list_and_modules_are_well_formed() -> None:
         assert (ROOT / module.source).is_file(), module.source
         assert all((ROOT / test).exists() for test in module.tests), module.tests
     sources = {module.source for module in mutation.MODULES.values()}
-    for required in ("egress/policy.py", "egress/ranges.py", "privacy/values.py", "privacy/extractors.py", "privacy/scan.py", "boundary/text.py",
+    for required in ("egress/policy.py", "egress/ranges.py", "privacy/values.py",
+                     "privacy/extractors.py", "privacy/scan.py", "boundary/text.py",
                      "boundary/invisible.py", "boundary/instructions.py", "fetch/robots.py",
                      "mcp/http/plan.py", "mcp/http/auth.py", "mcp/http/oauth.py",
                      "fetch/pipeline.py", "fetch/returned.py"):  # fmt: skip
