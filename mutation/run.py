@@ -67,7 +67,7 @@ MODULES: dict[str, Module] = {
     ),
     "privacy.scan": Module(
         "src/rypsok/core/privacy/scan.py",
-        ("tests/core/test_privacy.py",),
+        ("tests/core/test_privacy.py", "tests/core/test_privacy_scan.py"),
     ),
     "boundary.text": Module(
         "src/rypsok/core/boundary/text.py",
