@@ -309,6 +309,8 @@ async def test_a_token_without_a_tool_scope_is_refused_403_naming_the_scopes_nee
         "This caller's scope does not admit this: it needs the scope rypsok:search rypsok:fetch."
     )
     assert counters.keys_refused == 1 and inner.seen == []
+    await _post(gate, bearer(JWT_SHAPED))
+    assert counters.keys_refused == 2  # counted, not set
 
 
 @pytest.mark.req("REQ-SEC-018")
