@@ -34,6 +34,9 @@ class Module:
     tests: tuple[str, ...]  # the tests that guard it
     only: tuple[str, ...] = ()  # mutant-name globs, when only some functions are controls
     deselect: tuple[str, ...] = ()  # test ids that measure time, not behaviour (see below)
+    # The module runs code at import (a table of rules built by factory functions): each
+    # mutant needs a fresh import, or its mutation of that code is never active.
+    fresh_imports: bool = False
 
 
 MODULES: dict[str, Module] = {
@@ -59,11 +62,13 @@ MODULES: dict[str, Module] = {
     ),
     "privacy.extractors": Module(
         "src/rypsok/core/privacy/extractors.py",
-        ("tests/core/test_privacy.py",),
+        ("tests/core/test_privacy.py", "tests/core/test_privacy_extractors.py"),
+        fresh_imports=True,
     ),
     "privacy.rules": Module(
         "src/rypsok/core/privacy/rules.py",
-        ("tests/core/test_privacy.py",),
+        ("tests/core/test_privacy.py", "tests/core/test_privacy_extractors.py"),
+        fresh_imports=True,
     ),
     "privacy.scan": Module(
         "src/rypsok/core/privacy/scan.py",
@@ -203,6 +208,10 @@ def _scratch_tree(module: Module, into: pathlib.Path) -> None:
         f"pytest_add_cli_args_test_selection = [{tests}]\n"
         f"pytest_add_cli_args = {json.dumps(_pytest_arguments(module))}\n"
     )
+    if module.fresh_imports:
+        # By default each mutant's worker is forked from a process that imported the code
+        # already; a fork server that preloads nothing imports it again under the mutant.
+        config += 'process_isolation = "forkserver"\nforkserver_warmup = "none"\n'
     (into / "pyproject.toml").write_text(config, encoding="utf-8")
 
 
