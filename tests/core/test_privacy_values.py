@@ -42,7 +42,17 @@ def test_filler_is_fewer_than_five_distinct_characters_or_an_example() -> None:
 @pytest.mark.req("REQ-PRIV-002", "REQ-TEST-019")
 @pytest.mark.parametrize(
     "value",
-    ["*xX.•#_-", "xxxx", "<token>", "yourtoken8fA3", "abcExample123", "API_KEY", "password", ""],
+    [
+        "*xX.•#_-",
+        "xX.•#_-*",
+        "xxxx",
+        "<token>",
+        "yourtoken8fA3",
+        "abcExample123",
+        "API_KEY",
+        "password",
+        "",
+    ],
 )
 def test_each_placeholder_form_is_a_template_on_its_own(value: str) -> None:
     """REQ-PRIV-002: filler characters only (the whole set included), a template opening,
@@ -85,7 +95,19 @@ def test_an_opaque_header_value_needs_sixteen_characters() -> None:
 @pytest.mark.req("REQ-PRIV-002", "REQ-TEST-019")
 @pytest.mark.parametrize(
     ("char", "kind"),
-    [("a", 0), ("z", 0), ("A", 1), ("Z", 1), ("0", 2), ("9", 2), ("-", -1), ("[", -1), ("`", -1)],
+    [
+        ("a", 0),
+        ("z", 0),
+        ("A", 1),
+        ("Z", 1),
+        ("0", 2),
+        ("9", 2),
+        ("-", -1),
+        ("[", -1),
+        ("`", -1),
+        (":", -1),
+        ("@", -1),
+    ],
 )
 def test_each_character_has_its_class(char: str, kind: int) -> None:
     """REQ-PRIV-002: lower, upper, digit, other; the ends of each range included."""
@@ -149,6 +171,7 @@ def test_base64_is_padded_and_decoded_strictly() -> None:
         encoded = base64.b64encode(text).decode().rstrip("=")
         assert b64_decoded(encoded) == text and b64url_decoded(encoded) == text
     assert b64_decoded("YW*I") is None
+    assert b64_decoded("YWJ$jZGVm") is None and b64_decoded("YWJjZGVm") == b"abcdef"
     assert b64url_decoded("A") is None
 
 
@@ -169,4 +192,5 @@ def test_a_jose_header_is_decoded_up_to_its_bound_only() -> None:
     assert is_jose_header(_jose(1024))
     assert not is_jose_header(_jose(1028))
     assert not is_jose_header("A")
+    assert not is_jose_header(base64.urlsafe_b64encode(b"not json at all").decode())
     assert not is_jose_header(base64.urlsafe_b64encode(b'{"typ":"JWT"}').decode())
