@@ -91,6 +91,10 @@ def test_jwt_segments_are_counted_as_compact_jose_counts_them() -> None:
     jwe = f"{HEADER}..ivivivivivivivivivivivi.ciphertext.tagtagtagtag"
     assert [(f.kind, f.length) for f in find_credentials(jwe)] == [(K.JWT, len(jwe))]
     assert find_credentials(f"{HEADER}.key..ciphertext.tagtagtagtag") == ()
+    # Five segments with an empty tag: read as the JWS of its first three, not dropped.
+    cut = f"{HEADER}.payload.signature.more."
+    (found,) = find_credentials(cut)
+    assert (found.kind, found.length) == (K.JWT, len(f"{HEADER}.payload.signature"))
 
 
 def _discord(digits: int) -> str:
@@ -106,10 +110,9 @@ def test_a_discord_token_id_has_17_to_20_digits_and_must_decode() -> None:
     for digits in (17, 20):
         token = _discord(digits)
         assert [f.kind for f in find_credentials(token)] == [K.DISCORD_BOT_TOKEN], digits
-    undecodable = (
-        "M" + "a" * 22 + "." + synthetic(B64URL, 6, "t") + "." + synthetic(B64URL, 38, "h")
-    )
-    assert K.DISCORD_BOT_TOKEN not in {f.kind for f in find_credentials(undecodable)}
+    for first in ("M" + "a" * 22, "M" + "a" * 24):  # 25 characters are no base64 at all
+        undecodable = f"{first}.{synthetic(B64URL, 6, 't')}.{synthetic(B64URL, 38, 'h')}"
+        assert K.DISCORD_BOT_TOKEN not in {f.kind for f in find_credentials(undecodable)}
 
 
 @pytest.mark.req("REQ-PRIV-002", "REQ-TEST-019")
