@@ -165,6 +165,9 @@ def _report(label: str, statuses: dict[str, str], excluded: dict[str, str]) -> b
     verdict = judge(statuses, excluded)
     for name in verdict.unlisted:
         sys.stdout.write(f"mutation: {label}: SURVIVED {name} ({statuses[name]}), not excluded\n")
+    # A listed mutant that a test now kills: its reason ("equivalent") no longer holds.
+    for name in sorted(n for n, s in statuses.items() if n in excluded and s in _KILLED):
+        sys.stdout.write(f"mutation: {label}: KILLED {name}, but listed: drop its exclusion\n")
     sys.stdout.write(
         f"mutation: {label}: {verdict.killed} killed of {verdict.total}, "
         f"{verdict.excluded} excluded, score {verdict.score:.1f}%"
