@@ -112,6 +112,7 @@ def config_file(tmp_path: pathlib.Path, refusal: Refusal) -> pathlib.Path:
     second.mkdir()
     cert = make_test_ca(first).cert_file
     key = make_test_ca(second).key_file  # a valid key, but not the certificate's
+    cert.chmod(0o600)  # one case reads the certificate as the key: private, as a key is
     text = refusal.text.replace("{cert}", str(cert)).replace("{key}", str(key))
     return write_config(tmp_path, text)
 

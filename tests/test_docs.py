@@ -40,6 +40,7 @@ def with_secret_files(block: str, directory: pathlib.Path) -> str:
             continue
         secret = directory / f"secret-{index}"
         secret.write_text(f"example-secret-{index}\n", encoding="utf-8")
+        secret.chmod(0o600)  # as the operator keeps it
         block = block.replace(f'file = "{name}"', f'file = "{secret}"')
     return block
 

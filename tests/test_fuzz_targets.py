@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pathlib
 import subprocess
@@ -12,6 +13,7 @@ import pytest
 from fuzz import known_crashes, make_corpus, targets
 from fuzz import run as fuzz_run
 from rypsok.core.engines.registry import known_ids
+from tests.properties import test_fuzz_regressions as regressions
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # REQ-SEC-023's list, by the target that fuzzes each parser.
@@ -141,16 +143,49 @@ def test_a_known_open_crash_is_let_through_only_where_it_is_listed(
         known_crashes.tolerating("charset_decoding", planted_crash)(b"x")
 
 
+REGRESSIONS_FILE = "tests/properties/test_fuzz_regressions.py"
+# An open crash as it would be listed: FZ-1 before its fix, replayed by the regression test.
+PLANTED_OPEN = known_crashes.KnownCrash(
+    "header_values", OverflowError, "rypsok/core/headers.py", "_http_date",
+    f"{REGRESSIONS_FILE}::test_a_crash_the_fuzzer_found_stays_fixed",
+)  # fmt: skip
+
+
+def _not_kept_open(crash: known_crashes.KnownCrash) -> list[str]:
+    """Why a tolerated crash is not kept visible by a strict-xfail regression test, if so."""
+    path, _, name = crash.test.partition("::")
+    problems = []
+    if path != REGRESSIONS_FILE or not callable(getattr(regressions, name, None)):
+        problems.append(f"{crash.test}: no such regression test")
+    cases = [case for case in regressions._cases() if case.values[0] == crash.target]  # type: ignore[attr-defined]
+    if not cases:
+        problems.append(f"{crash.target}: no crashing input under fuzz/regressions")
+    for case in cases:
+        marks = case.marks  # type: ignore[attr-defined]
+        if not any(m.name == "xfail" and m.kwargs.get("strict") is True for m in marks):
+            problems.append(f"{case.id}: replayed without a strict xfail")  # type: ignore[attr-defined]
+    return problems
+
+
 @pytest.mark.req("REQ-SEC-023")
-def test_every_known_crash_is_kept_open_by_a_strict_xfail_test() -> None:
-    """REQ-SEC-023: a tolerated crash is never silent: its regression test exists and is a
-    strict xfail, so the fix must remove both."""
-    source = (ROOT / "tests" / "properties" / "test_fuzz_regressions.py").read_text()
-    for crash in known_crashes.KNOWN:
-        name = crash.test.split("::")[1]
-        assert f"def {name}(" in source
-        before = source[: source.index(f"def {name}(")].rsplit("\n\n\n", 1)[-1]
-        assert "xfail(strict=True" in before, name
+def test_every_known_crash_is_kept_open_by_a_strict_xfail_test(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """REQ-SEC-023: a tolerated crash is never silent: its crashing input is replayed by the
+    regression test under a strict xfail, so the fix must remove both. The list and the
+    regression test's open crashes agree; the check is shown on a planted open crash (none
+    is open now), both when it holds and when the xfail or the test is missing."""
+    assert {crash.target for crash in known_crashes.KNOWN} == set(regressions.OPEN)
+    assert [p for crash in known_crashes.KNOWN for p in _not_kept_open(crash)] == []
+    monkeypatch.setattr(regressions, "OPEN", {"header_values": "FZ-1, planted"})
+    assert _not_kept_open(PLANTED_OPEN) == []
+    monkeypatch.setattr(regressions, "OPEN", {})
+    (problem,) = _not_kept_open(PLANTED_OPEN)
+    assert problem.startswith("header_values-") and "without a strict xfail" in problem
+    renamed = dataclasses.replace(PLANTED_OPEN, test=f"{REGRESSIONS_FILE}::test_gone")
+    assert f"{REGRESSIONS_FILE}::test_gone: no such regression test" in _not_kept_open(renamed)
+    elsewhere = dataclasses.replace(PLANTED_OPEN, target="robots")
+    assert "robots: no crashing input under fuzz/regressions" in _not_kept_open(elsewhere)
 
 
 @pytest.mark.req("REQ-SEC-023", "REQ-TEST-019")

@@ -51,6 +51,17 @@ def test_survivors_listed_with_a_reason_pass(tmp_path: pathlib.Path) -> None:
 
 
 @pytest.mark.req("REQ-TEST-019")
+def test_an_exclusion_of_a_killed_mutant_is_named_for_removal(tmp_path: pathlib.Path) -> None:
+    """REQ-TEST-019: a listed mutant that the tests now kill is reported, so that an exclusion
+    whose reason no longer holds does not stay in the list unseen."""
+    killed = "rypsok.core.egress.ranges.x_judge_address__mutmut_1"
+    run = _check(tmp_path, f"{PLANTED}  # equivalent\n{UNREACHED}  # dead\n{killed}  # was equal\n")
+    assert run.returncode == 0, run.stdout
+    assert f"KILLED {killed}, but listed: drop its exclusion" in run.stdout
+    assert f"KILLED {PLANTED}" not in run.stdout
+
+
+@pytest.mark.req("REQ-TEST-019")
 def test_an_exclusion_without_a_reason_fails(tmp_path: pathlib.Path) -> None:
     """REQ-TEST-019: every exclusion carries its reason."""
     run = _check(tmp_path, f"{PLANTED}\n{UNREACHED}  # dead branch\n")
@@ -68,7 +79,8 @@ def test_the_committed_list_and_modules_are_well_formed() -> None:
         assert (ROOT / module.source).is_file(), module.source
         assert all((ROOT / test).exists() for test in module.tests), module.tests
     sources = {module.source for module in mutation.MODULES.values()}
-    for required in ("egress/policy.py", "egress/ranges.py", "privacy.py", "boundary/text.py",
+    for required in ("egress/policy.py", "egress/ranges.py", "privacy/values.py",
+                     "privacy/extractors.py", "privacy/scan.py", "boundary/text.py",
                      "boundary/invisible.py", "boundary/instructions.py", "fetch/robots.py",
                      "mcp/http/plan.py", "mcp/http/auth.py", "mcp/http/oauth.py",
                      "fetch/pipeline.py", "fetch/returned.py"):  # fmt: skip

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import pathlib
 import re
 import subprocess
 import sys
+from types import ModuleType
 
 import pytest
 import yaml
@@ -14,7 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
 RELEASE = WORKFLOWS / "release-check.yml"
 RELEASE_CHECK = ROOT / "tools" / "release_check.py"
-RELEASE_JOBS = {"reproducibility", "fuzz", "mutation", "live", "audit"}
+RELEASE_JOBS = {"reproducibility", "image", "fuzz", "mutation", "live", "audit"}
 _USES = re.compile(r"^\s*(?:-\s*)?uses:\s*(\S+)", re.MULTILINE)
 _PINNED = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}")
 
@@ -65,7 +67,8 @@ def test_release_workflow_runs_every_release_job() -> None:
     jobs = workflow["jobs"]
     assert isinstance(jobs, dict)
     assert set(jobs["release"]["strategy"]["matrix"]["job"]) == RELEASE_JOBS
-    assert "--only ${{ matrix.job }}" in jobs["release"]["steps"][-1]["run"]
+    assert jobs["release"]["steps"][-1]["env"]["JOB"] == "${{ matrix.job }}"
+    assert '--only "$JOB"' in jobs["release"]["steps"][-1]["run"]
     platforms = {
         entry["platform"]: entry["os"] for entry in jobs["tests"]["strategy"]["matrix"]["include"]
     }
@@ -111,3 +114,74 @@ def test_release_check_passes_only_when_every_job_passed(tmp_path: pathlib.Path)
     run = _release_check(tmp_path, f"one={sys.executable} -c pass", f"two={sys.executable} -c pass")
     assert run.returncode == 0, run.stdout
     assert run.stdout.splitlines()[-1] == "release-check: GO: every job passed"
+
+
+def _release_check_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("release_check", RELEASE_CHECK)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+STUB_DIST = """import os, pathlib, sys
+pathlib.Path(sys.argv[0]).with_name("called").write_text(
+    " ".join(sys.argv[1:]) + "|" + os.environ["SOURCE_DATE_EPOCH"] + "|" + os.getcwd()
+)
+raise SystemExit(int(os.environ.get("STUB_DIST_EXIT", "0")))
+"""
+
+
+@pytest.mark.req("REQ-TEST-019")
+def test_the_reproducibility_job_is_the_release_build_checked_at_the_commit_time(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """REQ-TEST-019: the job runs tools/dist.py --check-reproducible (the build `make dist`
+    ships) in the exported tree with SOURCE_DATE_EPOCH at the commit's time, and fails when
+    that check fails."""
+    release_check = _release_check_module()
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "dist.py").write_text(STUB_DIST, encoding="utf-8")
+    commit_time = subprocess.run(
+        ["git", "log", "-1", "--format=%ct"],  # noqa: S607
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert release_check.reproducibility(source=tmp_path) == 0
+    called = (tmp_path / "tools" / "called").read_text(encoding="utf-8")
+    assert called == f"--check-reproducible|{commit_time}|{tmp_path}"
+    assert "wheel and sdist byte-identical" in capsys.readouterr().out
+    monkeypatch.setenv("STUB_DIST_EXIT", "1")
+    assert release_check.reproducibility(source=tmp_path) == 1
+    assert "wheel and sdist NOT reproducible" in capsys.readouterr().out
+
+
+@pytest.mark.req("REQ-TEST-019")
+def test_the_image_job_says_why_it_is_skipped_and_that_is_a_no_go(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """REQ-TEST-019: the image job runs the image's reproducibility check where the commit has
+    one and the machine can build it; otherwise it reports SKIPPED with the reason, and the
+    release check counts SKIPPED as NO-GO."""
+    release_check = _release_check_module()
+    (tmp_path / "Makefile").write_text("image:\n\ttrue\n", encoding="utf-8")
+    assert release_check.image_command(tmp_path) is None
+    assert release_check.image_reproducibility(tmp_path) == 0
+    assert "image: SKIPPED: this commit has no image reproducibility check" in (
+        capsys.readouterr().out
+    )
+    (tmp_path / "Makefile").write_text("image:\n\ttrue\nimage-reproducible:\n\ttrue\n")
+    assert release_check.image_command(tmp_path) == ["make", "image-reproducible"]
+    (tmp_path / "Makefile").write_text("image:\n\ttrue\n")
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "image.py").write_text("# --check-reproducible builds twice\n")
+    assert release_check.image_command(tmp_path)[-1] == "--check-reproducible"
+    run = _release_check(
+        tmp_path, f"image={sys.executable} {RELEASE_CHECK} --image-reproducibility"
+    )
+    verdict_line = next(line for line in run.stdout.splitlines() if "release-check: image:" in line)
+    if release_check.image_command() is None or "SKIPPED" in verdict_line:
+        assert verdict_line.startswith("release-check: image: SKIPPED"), run.stdout
+        assert run.returncode == 1 and "NO-GO: image did not pass" in run.stdout

@@ -2,8 +2,11 @@
 
     python tools/release_check.py [--fuzz-seconds N] [--only JOB ...] [--job NAME=COMMAND ...]
 
-Jobs: reproducibility (wheel and sdist built twice from the same commit with
-SOURCE_DATE_EPOCH are byte-identical), fuzz (every target), mutation (the
+Jobs: reproducibility (wheel and sdist built twice by tools/dist.py from an
+export of the commit with SOURCE_DATE_EPOCH are byte-identical), image (the
+OCI image archive built twice, where it can be built: root, mmdebstrap and
+umoci on Linux, and an image reproducibility check on the commit; SKIPPED
+otherwise, which fails the run), fuzz (every target), mutation (the
 security modules against mutation/exclusions.txt), live (one query per
 engine), audit (the vulnerability audit). Each job's output goes to
 build/release-check/<job>.log. A job passes only when it ran and succeeded:
@@ -15,7 +18,6 @@ REQ-TEST-019 allows no ignored job. Exit status 0 only when every job passed.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import pathlib
 import shlex
@@ -35,6 +37,7 @@ PY = sys.executable
 def default_jobs(fuzz_seconds: int) -> dict[str, list[str]]:
     return {
         "reproducibility": [PY, str(ROOT / "tools" / "release_check.py"), "--reproducibility"],
+        "image": [PY, str(ROOT / "tools" / "release_check.py"), "--image-reproducibility"],
         "fuzz": [PY, "-m", "fuzz.run", "--strict", "--seconds", str(fuzz_seconds)],
         "mutation": [PY, "-m", "mutation.run"],
         "live": [PY, str(ROOT / "tools" / "live.py")],
@@ -70,7 +73,7 @@ def run_job(name: str, command: list[str], logs: pathlib.Path) -> tuple[str, str
     return verdict(status, output), _last_line(output), time.monotonic() - started
 
 
-# -- the reproducibility job --------------------------------------------------------------
+# -- the reproducibility jobs -------------------------------------------------------------
 
 
 def _commit_time() -> str:
@@ -80,48 +83,79 @@ def _commit_time() -> str:
     ).stdout.strip()  # fmt: skip
 
 
-def _build_once(into: pathlib.Path, epoch: str) -> dict[str, str]:
-    """Build wheel and sdist from a clean export of HEAD; file name -> SHA-256."""
-    source = into / "source"
-    source.mkdir(parents=True)
+def _export_head(into: pathlib.Path) -> pathlib.Path:
+    """A clean tree of the commit (what is tagged), without the working tree's changes."""
     archive = subprocess.run(
         ["git", "archive", "--format=tar", "HEAD"],  # noqa: S607
         cwd=ROOT,
         capture_output=True,
         check=True,
     ).stdout
+    source = into / "source"
+    source.mkdir(parents=True)
     subprocess.run(["tar", "-x", "-C", str(source)], input=archive, check=True)  # noqa: S603, S607
-    env = {**os.environ, "SOURCE_DATE_EPOCH": epoch, "PYTHONHASHSEED": "0"}
-    out = into / "dist"
-    subprocess.run(  # noqa: S603
-        [PY, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(source)],
-        env=env, check=True, capture_output=True,
-    )  # fmt: skip
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.iterdir())}
+    return source
 
 
-def reproducibility() -> int:
+def reproducibility(source: pathlib.Path | None = None) -> int:
+    """Wheel and sdist built twice by the release build (`tools/dist.py`, as `make dist`).
+
+    The builds run in an export of HEAD (or in `source`), with SOURCE_DATE_EPOCH
+    set to the commit time: the files compared are the ones the release ships.
+    """
     epoch = _commit_time()
-    scratch = pathlib.Path(tempfile.mkdtemp(prefix="rypsok-repro-"))
-    try:
-        first, second = _build_once(scratch / "a", epoch), _build_once(scratch / "b", epoch)
-    except subprocess.CalledProcessError as failed:
-        sys.stdout.write(f"reproducibility: build failed: {failed.stderr!r:.2000}\n")
-        return 1
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    for name in sorted(first.keys() | second.keys()):
-        same = first.get(name) == second.get(name)
-        sys.stdout.write(f"reproducibility: {name}: {'identical' if same else 'DIFFERENT'}\n")
-    identical = first == second and len(first) == 2
-    sys.stdout.write(
-        "reproducibility: image: no image definition on this commit; nothing to build\n"
-    )
-    sys.stdout.write(
-        f"reproducibility: {'byte-identical' if identical else 'NOT reproducible'} "
-        f"(SOURCE_DATE_EPOCH={epoch}, {len(first)} files)\n"
-    )
-    return 0 if identical else 1
+    with tempfile.TemporaryDirectory(prefix="rypsok-repro-") as scratch:
+        tree = source if source is not None else _export_head(pathlib.Path(scratch))
+        env = {**os.environ, "SOURCE_DATE_EPOCH": epoch, "PYTHONHASHSEED": "0"}
+        done = subprocess.run(  # noqa: S603 - our own interpreter and tool
+            [PY, str(tree / "tools" / "dist.py"), "--check-reproducible"],
+            cwd=tree, env=env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    sys.stdout.write(done.stdout + done.stderr)
+    verdict = "byte-identical" if done.returncode == 0 else "NOT reproducible"
+    sys.stdout.write(f"reproducibility: wheel and sdist {verdict} (SOURCE_DATE_EPOCH={epoch})\n")
+    return 0 if done.returncode == 0 else 1
+
+
+# What builds the image archive twice and compares it, once the image tool has it.
+IMAGE_TARGET = "image-reproducible"
+IMAGE_FLAG = "--check-reproducible"
+
+
+def image_command(root: pathlib.Path = ROOT) -> list[str] | None:
+    """The image's reproducibility check of this tree: a make target, else the tool's flag."""
+    makefile = (root / "Makefile").read_text(encoding="utf-8")
+    if f"\n{IMAGE_TARGET}:" in makefile:
+        return ["make", IMAGE_TARGET]
+    image_tool = root / "tools" / "image.py"
+    if image_tool.is_file() and IMAGE_FLAG in image_tool.read_text(encoding="utf-8"):
+        return [PY, str(image_tool), IMAGE_FLAG]
+    return None
+
+
+def image_reproducibility(root: pathlib.Path = ROOT) -> int:
+    """The OCI image built twice, where it can be built; otherwise SKIPPED, saying why.
+
+    SKIPPED is never a pass: the release check counts it as a failure.
+    """
+    command = image_command(root)
+    if command is None:
+        sys.stdout.write(
+            f"image: SKIPPED: this commit has no image reproducibility check (no make target "
+            f"'{IMAGE_TARGET}', no '{IMAGE_FLAG}' in tools/image.py)\n"
+        )
+        return 0
+    as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    missing = [tool for tool in ("mmdebstrap", "umoci") if shutil.which(tool) is None]
+    if not as_root or missing:
+        needs = ", ".join([*([] if as_root else ["root"]), *missing])
+        sys.stdout.write(f"image: SKIPPED: the image build needs {needs} on Linux\n")
+        return 0
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)  # noqa: S603
+    sys.stdout.write(done.stdout + done.stderr)
+    verdict = "byte-identical" if done.returncode == 0 else "NOT reproducible"
+    sys.stdout.write(f"image: {verdict} ({' '.join(command[-2:])})\n")
+    return 0 if done.returncode == 0 else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,9 +165,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--job", action="append", default=[], metavar="NAME=COMMAND")
     parser.add_argument("--logs", type=pathlib.Path, default=LOGS, help="where job logs go")
     parser.add_argument("--reproducibility", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--image-reproducibility", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.reproducibility:
         return reproducibility()
+    if args.image_reproducibility:
+        return image_reproducibility()
     jobs = default_jobs(args.fuzz_seconds)
     for spec in args.job:
         name, _, command = spec.partition("=")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from rypsok import __version__
 from rypsok.core import logs
 from rypsok.core.config import Config, ConfigError, cache_secret_problems
+from rypsok.core.secret_files import judge_secret_files
 from rypsok.core.services import engine_categories, engine_states, load_configuration
 
 if TYPE_CHECKING:
@@ -38,6 +39,11 @@ def run(command: str, *, config_path: str | None, transport: str) -> int:
         return EXIT_CONFIG
     # Hook (issue 12): the Redis URL and HMAC key must resolve.
     secret_problems = cache_secret_problems(config, serving=command == "serve")
+    # Secret files others may read or replace (rypsok.core.secret_files, POSIX only).
+    files = judge_secret_files(config)
+    secret_problems += files.refusals
+    for warning in files.warnings:
+        logs.event(log, "secret_file_readable", logging.WARNING, problem=warning)
     if secret_problems:
         logs.event(log, "configuration_refused", logging.ERROR, problem="; ".join(secret_problems))
         return EXIT_CONFIG

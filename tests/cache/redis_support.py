@@ -106,6 +106,8 @@ def redis_section(server: RedisServer, **cache: Any) -> dict[str, Any]:
     """[cache] for the Redis backend, URL and HMAC key by file reference (REQ-CFG-004)."""
     (server.directory / "url").write_text(server.url + "\n", encoding="utf-8")
     (server.directory / "hmac").write_text(HMAC_KEY + "\n", encoding="utf-8")
+    for secret in ("url", "hmac"):  # private, or serve refuses them
+        (server.directory / secret).chmod(0o600)
     return {
         "backend": "redis",
         "redis_url": {"file": str(server.directory / "url")},

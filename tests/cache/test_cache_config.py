@@ -37,6 +37,8 @@ def test_the_redis_backend_needs_its_url_and_key_by_reference(tmp_path: pathlib.
     url, short = tmp_path / "url", tmp_path / "short"
     url.write_text("unix:///nonexistent.sock\n", encoding="utf-8")
     short.write_text("tooshort\n", encoding="utf-8")
+    url.chmod(0o600)
+    short.chmod(0o600)
     refs = {"redis_url": {"file": str(url)}}
     with pytest.raises(ConfigError, match=r"cache\.hmac_key is required"):
         config_from({"cache": {"backend": "redis", **refs}})
@@ -64,6 +66,7 @@ def test_the_redis_backend_needs_its_url_and_key_by_reference(tmp_path: pathlib.
         assert run.returncode == 1 and "cache.hmac_key" in run.stderr, run.stderr
     url.write_text("http://user:pw@127.0.0.1:1\n", encoding="utf-8")
     (tmp_path / "hmac").write_text("a-long-enough-hmac-key\n", encoding="utf-8")
+    (tmp_path / "hmac").chmod(0o600)
     config.write_text(config.read_text(encoding="utf-8").replace(
         '{ env = "RYPSOK_TEST_UNSET_HMAC" }', f'{{ file = "{tmp_path / "hmac"}" }}'
     ), encoding="utf-8")  # fmt: skip

@@ -51,6 +51,8 @@ def _toml_value(value: Any) -> str:
 def instance_toml(directory: pathlib.Path, provider: str, redis: RedisServer, port: int) -> str:
     (directory / "a.key").write_text(KEY_A, encoding="utf-8")
     (directory / "b.key").write_text(KEY_B, encoding="utf-8")
+    for key in ("a.key", "b.key"):  # private, or serve refuses them
+        (directory / key).chmod(0o600)
     sections: dict[str, dict[str, Any]] = {
         # arxiv.org is denied so a strict-mode fetch that passes ends at the egress
         # policy at once, without a name lookup.

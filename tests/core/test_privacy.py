@@ -21,13 +21,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rypsok.core import limits, privacy
+from rypsok.core import limits
 from rypsok.core.privacy import (
     CredentialFinding,
     CredentialKind,
     CredentialMode,
     find_credentials,
     mask_credentials,
+    rules,
 )
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -1198,12 +1199,12 @@ MOST_BACKTRACKING_CHOICE = 64
 
 
 @pytest.mark.req("REQ-PRIV-002", "REQ-SEARCH-006")
-@pytest.mark.parametrize("rank", range(len(privacy._RULES)))
+@pytest.mark.parametrize("rank", range(len(rules.RULES)))
 def test_every_pattern_is_linear_by_construction(rank: int) -> None:
     """REQ-PRIV-002, REQ-SEARCH-006: each rule starts at a literal or behind a boundary, and
     repeats either possessively or with a small bounded choice, so no input can make the
     check backtrack catastrophically (complexity by construction, not by a timer)."""
-    pattern = privacy._RULES[rank].pattern
+    pattern = rules.RULES[rank].pattern
     tree = list(sre_parse.parse(pattern.pattern, pattern.flags))
     first_op, first_argument = tree[0]
     behind = first_op is sre.ASSERT_NOT and first_argument[0] == -1  # type: ignore[index]

@@ -53,6 +53,7 @@ def key_entries(
     for caller, key in callers.items():
         path = directory / f"{caller}.key"
         path.write_text(key + "\n", encoding="utf-8")
+        path.chmod(0o600)  # as an operator keeps it: serve refuses a key others can read
         entry: dict[str, Any] = {"caller": caller, "key": {"file": str(path)}}
         if scopes is not None:
             entry["scopes"] = list(scopes)
@@ -263,6 +264,7 @@ def make_test_ca(
             serialization.NoEncryption(),
         )
     )
+    key_file.chmod(0o600)
     ca_pem = ca_cert.public_bytes(serialization.Encoding.PEM).decode("ascii")
     return TestCA(ca_pem=ca_pem, cert_file=cert_file, key_file=key_file)
 

@@ -144,7 +144,9 @@ class _Server(uvicorn.Server):
         previous = {
             sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)
         }
-        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, self.handle_hangup)
+        hangup = getattr(signal, "SIGHUP", None)  # Windows has none: renew by a restart
+        if hangup is not None:
+            previous[hangup] = signal.signal(hangup, self.handle_hangup)
         try:
             yield
         finally:
