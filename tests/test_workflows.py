@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 from types import ModuleType
@@ -172,16 +174,18 @@ def test_the_image_job_says_why_it_is_skipped_and_that_is_a_no_go(
     assert "image: SKIPPED: this commit has no image reproducibility check" in (
         capsys.readouterr().out
     )
-    (tmp_path / "Makefile").write_text("image:\n\ttrue\nimage-reproducible:\n\ttrue\n")
-    assert release_check.image_command(tmp_path) == ["make", "image-reproducible"]
+    (tmp_path / "Makefile").write_text("image:\n\ttrue\nimage-repro:\n\ttrue\n")
+    assert release_check.image_command(tmp_path) == ["make", "image-repro"]
+    assert release_check.image_command() == ["make", "image-repro"]  # this tree has the target
+    # The job itself, against the stand-in target: it builds only as root with the tools.
+    assert release_check.image_reproducibility(tmp_path) == 0
+    out = capsys.readouterr().out
+    can_build = os.geteuid() == 0 and shutil.which("mmdebstrap") and shutil.which("umoci")
+    if can_build:
+        assert "image: byte-identical (make image-repro)" in out, out
+    else:
+        assert "image: SKIPPED: the image build needs" in out, out
     (tmp_path / "Makefile").write_text("image:\n\ttrue\n")
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "image.py").write_text("# --check-reproducible builds twice\n")
     assert release_check.image_command(tmp_path)[-1] == "--check-reproducible"
-    run = _release_check(
-        tmp_path, f"image={sys.executable} {RELEASE_CHECK} --image-reproducibility"
-    )
-    verdict_line = next(line for line in run.stdout.splitlines() if "release-check: image:" in line)
-    if release_check.image_command() is None or "SKIPPED" in verdict_line:
-        assert verdict_line.startswith("release-check: image: SKIPPED"), run.stdout
-        assert run.returncode == 1 and "NO-GO: image did not pass" in run.stdout

@@ -118,7 +118,7 @@ def reproducibility(source: pathlib.Path | None = None) -> int:
 
 
 # What builds the image archive twice and compares it, once the image tool has it.
-IMAGE_TARGET = "image-reproducible"
+IMAGE_TARGET = "image-repro"
 IMAGE_FLAG = "--check-reproducible"
 
 
