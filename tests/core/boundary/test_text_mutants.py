@@ -51,6 +51,7 @@ def cleaned(raw: str, max_chars: int = 500) -> str:
         ("a <!-- x > y --> b", "a b"),  # a comment ends at "-->", not at its first ">"
         ("a <!---> b --> c", "a b --> c"),  # "<!--->" is a whole (abrupt) comment
         ("a <!----> b --> c", "a b --> c"),  # "-->" may follow "<!--" at once
+        ("a--><!-- c -->b", "a-->b"),  # a "-->" before the comment does not end it
         ("a<?>b", "ab"),  # the shortest processing instruction
         ("<!DOCTYPE html> 1 > 0", "1 > 0"),  # a declaration ends at its first ">"
         ('<a title="<">x</a> "y"', 'x "y"'),  # a quoted "<" forces the slow path
