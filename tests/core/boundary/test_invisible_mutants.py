@@ -85,12 +85,3 @@ def test_ascii_letters_are_not_in_the_removal_table() -> None:
     single_and_range = invisible._range_class([(0x41, 0x41), (0x61, 0x63)])
     assert re.findall(f"[{single_and_range}]", "ABXabcd") == ["A", "a", "b", "c"]
     assert unchanged("XML, XXL and X")
-
-
-@pytest.mark.req("REQ-SEC-015")
-def test_another_unicode_version_scans_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    """REQ-SEC-015: under a Unicode version other than the constant's, the table is the scan."""
-    monkeypatch.setattr(invisible, "_REMOVED_RANGES_UNICODE", "not this version")
-    scanned = invisible.always_removed_ranges()
-    assert scanned is not invisible._REMOVED_RANGES
-    assert scanned == invisible._ranges_of(invisible._always_removed_code_points())
