@@ -85,3 +85,9 @@ def test_ascii_letters_are_not_in_the_removal_table() -> None:
     single_and_range = invisible._range_class([(0x41, 0x41), (0x61, 0x63)])
     assert re.findall(f"[{single_and_range}]", "ABXabcd") == ["A", "a", "b", "c"]
     assert unchanged("XML, XXL and X")
+
+
+@pytest.mark.req("REQ-SEC-015")
+def test_zwnj_between_letters_in_a_gap_of_the_script_table_is_removed() -> None:
+    """REQ-SEC-015: Thaana (U+0780..), between two Arabic blocks of the table, has no script."""
+    assert remove_invisible("\u0780\u200c\u0781") == ("\u0780\u0781", 1)
