@@ -82,8 +82,16 @@ MODULES: dict[str, Module] = {
         ),
     ),
     # Its table of removed code points is built at import (_always_removed_code_points).
+    # The timed cleaner test is left out as for boundary.text: with the machine loaded,
+    # mutmut's stats run failed here (its log names no test), and it is the one test of
+    # the selection that measures time; when the stats run fails, no mutant is checked.
     "boundary.invisible": Module(
-        "src/rypsok/core/boundary/invisible.py", ("tests/core/boundary",), fresh_imports=True
+        "src/rypsok/core/boundary/invisible.py",
+        ("tests/core/boundary",),
+        deselect=(
+            "tests/core/boundary/test_text.py::test_hostile_64_kib_input_is_cleaned_in_linear_time",
+        ),
+        fresh_imports=True,
     ),
     "boundary.instructions": Module(
         "src/rypsok/core/boundary/instructions.py", ("tests/core/boundary",)
