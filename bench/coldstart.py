@@ -117,15 +117,7 @@ def _one_start(config: Path, source: str | None = None) -> dict[str, float]:
         pipe.answer(4)
         warm = time.monotonic() - warm_start
     finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        _close(process)
     return {
         "initialize": (initialized - started) * 1000,
         "tools/list": (listed - started) * 1000,
@@ -133,6 +125,19 @@ def _one_start(config: Path, source: str | None = None) -> dict[str, float]:
         "first call alone": (searched - listed) * 1000,
         "warm call alone": warm * 1000,
     }
+
+
+def _close(process: subprocess.Popen[bytes]) -> None:
+    """End a stdio server the way a host does: close its input, wait, kill if it hangs."""
+    assert process.stdin is not None
+    process.stdin.close()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
 
 
 def _reference_start(binary: str, url: str) -> dict[str, float]:
@@ -162,15 +167,7 @@ def _reference_start(binary: str, url: str) -> dict[str, float]:
         if "result" not in answer or answer["result"].get("isError"):
             raise RuntimeError(f"the reference server's first fetch failed: {answer}")
     finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        _close(process)
     return {
         "reference initialize": (initialized - started) * 1000,
         "reference first fetch": (fetched - started) * 1000,

@@ -109,6 +109,11 @@ def _http_plan(config: Config) -> HttpPlan:
     return plan
 
 
+def _log_engines(config: Config) -> None:
+    for engine_id, state in engine_states(config):
+        logs.event(log, "engine", engine=engine_id, state=state)
+
+
 def _serve_stdio(config: Config) -> int:
     # The protocol stack is imported only when serving: check and usage stay light.
     import anyio  # noqa: PLC0415
@@ -121,8 +126,7 @@ def _serve_stdio(config: Config) -> int:
     except ConfigError as exc:
         logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
         return EXIT_CONFIG
-    for engine_id, state in engine_states(config):
-        logs.event(log, "engine", engine=engine_id, state=state)
+    _log_engines(config)
     logs.event(log, "serving", transport="stdio", version=__version__)
     anyio.run(serve_stdio, services)
     return EXIT_OK
@@ -140,8 +144,7 @@ def _serve_http(config: Config) -> int:
     from rypsok.core.services import Services  # noqa: PLC0415
     from rypsok.mcp.http.serve import serve_http  # noqa: PLC0415
 
-    for engine_id, state in engine_states(config):
-        logs.event(log, "engine", engine=engine_id, state=state)
+    _log_engines(config)
     try:
         anyio.run(serve_http, Services(config), plan)
     except ConfigError as exc:  # TLS material or the address, found only when serving
