@@ -221,6 +221,8 @@ def _profiler(pid: int) -> Iterator[None]:
         return
     out = os.environ.get("BENCH_PYSPY_OUT", "rypsok-e2e.pyspy.txt")
     command = [binary, "record", "--pid", str(pid), "--rate", "1000", "--format", "raw"]
+    if os.environ.get("BENCH_PYSPY_GIL"):
+        command.append("--gil")  # only samples holding the GIL: CPU, not waits or preemption
     profiler = subprocess.Popen(
         [*command, "--nonblocking", "--output", out],
         stdout=subprocess.DEVNULL,

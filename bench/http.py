@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import cProfile
+import gc
 import json
 import math
 import os
@@ -153,6 +154,43 @@ def _loop_options() -> dict[str, object]:
     return {"use_uvloop": True} if os.environ.get(LOOP_SWITCH) == "uvloop" else {}
 
 
+# In the server process: write its collections' times to `<this>.<setup>.json`.
+CHILD_GC_STATS = "HTTPBENCH_GC_STATS"
+
+
+def _gc_clock(path: str | None) -> Callable[[], None]:
+    """Time every collection of the server, per generation; the returned call writes them.
+
+    A sampling profiler files a collection under whatever frame allocated when it
+    started, so GC cost is only visible as a total measured here: wall time, and
+    the process's CPU time (which preemption on a loaded machine does not inflate).
+    """
+    if not path:
+        return lambda: None
+    wall = [0.0, 0.0, 0.0]
+    cpu = [0.0, 0.0, 0.0]
+    runs = [0, 0, 0]
+    started = [0.0, 0.0]
+
+    def clock(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[:] = [time.perf_counter(), time.process_time()]
+            return
+        generation = info["generation"]
+        wall[generation] += time.perf_counter() - started[0]
+        cpu[generation] += time.process_time() - started[1]
+        runs[generation] += 1
+
+    gc.callbacks.append(clock)
+
+    def write() -> None:
+        gc.callbacks.remove(clock)
+        record = {"collections": runs, "wall_s": wall, "cpu_s": cpu}
+        pathlib.Path(path).write_text(json.dumps(record), encoding="utf-8")
+
+    return write
+
+
 def _serve(base_url: str, setup_name: str) -> int:
     """The child: rypsok over HTTP on an ephemeral loopback port; `PORT <n>` on stdout."""
     production_logging()
@@ -168,9 +206,12 @@ def _serve(base_url: str, setup_name: str) -> int:
     print(f"PORT {port}", flush=True)
     if profiler is not None:
         profiler.enable()
+    gc_stats = os.environ.get(CHILD_GC_STATS)
+    gc_clock = _gc_clock(f"{gc_stats}.{setup_name}.json" if gc_stats else None)
     try:
         anyio.run(serve_http, services, plan, listener, backend_options=_loop_options())
     finally:
+        gc_clock()
         if profiler is not None and profile_path:
             profiler.disable()
             profiler.dump_stats(profile_path)
@@ -226,8 +267,13 @@ class ServerProcess:
             os.unlink(self.stderr.name)
 
 
+PYSPY_GIL_SWITCH = "BENCH_PYSPY_GIL"
+
+
 def _start_pyspy(binary: str, pid: int, out: str) -> subprocess.Popen[bytes]:
     command = [binary, "record", "--pid", str(pid), "--rate", "500", "--format", "raw"]
+    if os.environ.get(PYSPY_GIL_SWITCH):
+        command.append("--gil")  # only samples holding the GIL: CPU, not waits or preemption
     return subprocess.Popen(
         [*command, "--nonblocking", "--output", out],
         stdout=subprocess.DEVNULL,

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import signal
@@ -32,6 +31,7 @@ import anyio
 
 from rypsok.core import limits, logs
 from rypsok.core.services import Services
+from rypsok.mcp.heap import serving_heap
 from rypsok.mcp.server import build_server
 from rypsok.mcp.stdio_pipes import stdio_streams
 
@@ -43,11 +43,8 @@ ABORT_GRACE_S = limits.SHUTDOWN_MS / 1000 / 4
 
 async def _serve(services: Services, serving: anyio.CancelScope, done: anyio.Event) -> None:
     server = build_server(services)
-    # Issue 14 item 2: what start-up built (modules, models, tables) lives for the whole
-    # process; frozen, no full collection walks it again, which took ~30 ms per pass.
-    gc.freeze()
     try:
-        with serving:
+        with serving, serving_heap():
             async with stdio_streams() as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
             logs.event(log, "shutdown", reason="end_of_input")

@@ -21,6 +21,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from rypsok.core import limits, logs
 from rypsok.core.config import ConfigError
 from rypsok.core.services import Services
+from rypsok.mcp.heap import serving_heap
 from rypsok.mcp.http.layers import HttpApp, build_http_app
 from rypsok.mcp.http.plan import HttpPlan, recheck_certificate, tls_server_context
 from rypsok.mcp.http.wire import ListenerCounters
@@ -273,7 +274,7 @@ async def serve_http(
         )
         for warning in plan.warnings:
             logs.event(log, "http_warning", logging.WARNING, warning=warning)
-        with sock:
+        with sock, serving_heap():
             async with anyio.create_task_group() as group:
                 group.start_soon(services.report_metrics)
                 await server.serve(sockets=[sock])
