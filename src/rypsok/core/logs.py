@@ -20,6 +20,10 @@ ROOT = "rypsok"
 # operator turned `privacy.log_queries` on (LIM-P3).
 QUERIES = "rypsok.queries"
 
+# What a record made without `findCaller` names as its origin (logging's own words).
+_NO_FILE = "(unknown file)"
+_NO_FUNCTION = "(unknown function)"
+
 # The id of the call being served; tasks started for the call inherit it, so
 # every line a call causes (engine requests included) carries its id.
 request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -66,8 +70,17 @@ def event(
     exc_info: BaseException | None = None,
     **fields: Any,
 ) -> None:
-    """Log one structured line, stamped with the id of the call being served."""
+    """Log one structured line, stamped with the id of the call being served.
+
+    The record is made as `Logger.log` makes it, less the walk up the stack for
+    the caller's file, line and function (`findCaller`), which no line of ours
+    prints: a search call writes six lines (docs/performance.md §17).
+    """
     if logger.isEnabledFor(level):
         current = request_id.get()
         stamped = {"request_id": current, **fields} if current is not None else fields
-        logger.log(level, name, extra={"fields": stamped}, exc_info=exc_info)
+        error = None if exc_info is None else (type(exc_info), exc_info, exc_info.__traceback__)
+        record = logger.makeRecord(
+            logger.name, level, _NO_FILE, 0, name, (), error, _NO_FUNCTION, {"fields": stamped}
+        )
+        logger.handle(record)
