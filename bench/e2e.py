@@ -23,7 +23,9 @@ CPU (/proc/<pid>/stat) across the call, so the client's own work is not in it.
 With `BENCH_PYSPY=/path/to/py-spy` in the environment, the sampling profiler
 attaches to the server process for the measured calls and writes its raw
 (collapsed) stacks to `BENCH_PYSPY_OUT` (default rypsok-e2e.pyspy.txt in the working directory);
-`python -m bench.stacks FILE` sums them per frame.
+`python -m bench.stacks FILE` sums them per frame. `BENCH_PYSPY_GIL=1` adds py-spy's
+`--gil`: only samples holding the GIL, so a loaded machine's preemption (a thread
+runnable inside a system call while another process runs) is not counted as busy.
 """
 
 from __future__ import annotations

@@ -33,6 +33,9 @@ bottleneck; `cpu ms/call` of the server gives its ceiling, 1000 / that.
 `RYPSOK_BENCH_HTTP_PROFILE=1` adds one run with cProfile inside the server
 process (switched on by the `HTTPBENCH_PROFILE` variable of the child) and
 prints its top costs; profiling slows the server, so that row is not a figure.
+`BENCH_PYSPY=<py-spy>` records the server with py-spy instead (`BENCH_PYSPY_GIL=1`:
+only samples holding the GIL), and `HTTPBENCH_GC_STATS=PREFIX` writes the server's
+collections per generation, wall and CPU seconds, to `PREFIX.<setup>.json`.
 """
 
 from __future__ import annotations
