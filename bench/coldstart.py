@@ -19,14 +19,18 @@ way until its first `fetch` of a page on the fake server is answered, so the
 two figures share the machine's load. `BENCH_BASELINE_SRC=<tree>/src` adds
 a third start in each round, of that tree's rypsok (a before/after pair).
 
+Both trees are byte-compiled first, as an installed copy is (`byte_compile`).
 Medians over the runs. Then where the time goes: the phases of start-up in
 one child (`bench.startup_phases`), `rypsok --version` and a bare
-interpreter for reference, and `python -X importtime` of the modules `serve`
-imports, summed per top-level package.
+interpreter for reference, and `python -X importtime` of a real `rypsok serve`
+up to its first answered web_search (`serve_imports`; the baseline's too when
+given), summed per group: top-level packages, rypsok's by `rypsok.core.<name>`
+with the driver modules as one group.
 """
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import statistics
@@ -326,10 +330,23 @@ async def run(quick: bool = False) -> dict[str, Any]:
     }
 
 
+def byte_compile(source: Path) -> None:
+    """Write the .pyc files of a source tree, as installing a wheel does.
+
+    Without them (a checkout run with PYTHONDONTWRITEBYTECODE set) every start
+    compiles rypsok's hundred modules again, 100-300 ms that no installed copy
+    pays; the reference server's venv was byte-compiled by pip.
+    """
+    compileall.compile_dir(source, quiet=1, workers=1)
+
+
 def _starts(config: Path, page: str, runs: int) -> list[dict[str, float]]:
     """`runs` rounds of starts: this tree's, the reference's and the baseline's in turn."""
     reference = os.environ.get("BENCH_REFERENCE_FETCH")
     baseline = os.environ.get("BENCH_BASELINE_SRC")
+    byte_compile(REPO / "src")
+    if baseline:
+        byte_compile(Path(baseline))
     _one_start(config)  # a first run warms the page cache and the .pyc files
     if reference:
         _reference_start(reference, page)
