@@ -19,14 +19,18 @@ way until its first `fetch` of a page on the fake server is answered, so the
 two figures share the machine's load. `BENCH_BASELINE_SRC=<tree>/src` adds
 a third start in each round, of that tree's rypsok (a before/after pair).
 
+Both trees are byte-compiled first, as an installed copy is (`byte_compile`).
 Medians over the runs. Then where the time goes: the phases of start-up in
 one child (`bench.startup_phases`), `rypsok --version` and a bare
-interpreter for reference, and `python -X importtime` of the modules `serve`
-imports, summed per top-level package.
+interpreter for reference, and `python -X importtime` of a real `rypsok serve`
+up to its first answered web_search (`serve_imports`; the baseline's too when
+given), summed per group: top-level packages, rypsok's by `rypsok.core.<name>`
+with the driver modules as one group.
 """
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import statistics
@@ -36,11 +40,12 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from bench.common import config_toml, emit, fixture_routes, median, table
 from bench.fakeserver import REPO, FakeServer
 from bench.stdio_client import PROTOCOL
+from rypsok.entry import ALLOCATOR
 
 BIN = Path(sys.executable).parent
 # Issue 14's target: the first tool call answered within this, and no later than
@@ -81,50 +86,74 @@ def _search(request_id: int, query: str) -> dict[str, Any]:
             "params": {"name": "web_search", "arguments": {"query": query}}}  # fmt: skip
 
 
-def _one_start(config: Path, source: str | None = None) -> dict[str, float]:
-    env = _env(config)
-    if source is not None:  # another tree's src/ first on the path: a baseline
+def _one_start(
+    config: Path,
+    source: str | None = None,
+    *,
+    stderr: IO[bytes] | None = None,
+    warm: bool = True,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, float]:
+    """One `rypsok serve`: spawn, initialize, tools/list, the first web_search (ms from spawn).
+
+    `source`: another tree's src/ first on the path (a baseline). `stderr`: where
+    the server's standard error goes, with `-X importtime` on. `environ`: added
+    to the server's environment.
+    """
+    env = {**_env(config), **(environ or {})}
+    if source is not None:
         env["PYTHONPATH"] = source
+    if stderr is not None:
+        env["PYTHONPROFILEIMPORTTIME"] = "1"
     started = time.monotonic()
     process = subprocess.Popen(
         [str(BIN / "rypsok"), "serve"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL if stderr is None else stderr,
         env=env,
     )
-    pipe = _Pipe(process)
     try:
-        pipe.send(
-            {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-             "params": {"protocolVersion": PROTOCOL, "capabilities": {},
-                        "clientInfo": {"name": "rypsok-bench", "version": "0"}}}
-        )  # fmt: skip
-        pipe.answer(1)
-        initialized = time.monotonic()
-        pipe.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        pipe.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
-        pipe.answer(2)
-        listed = time.monotonic()
-        pipe.send(_search(3, "cold start"))
-        first = pipe.answer(3)
-        searched = time.monotonic()
-        if first["result"]["structuredContent"]["outcome"] != "ok":
-            raise RuntimeError(f"the first search did not answer ok: {first}")
-        time.sleep(0.2)  # past the engines' spacing: the next call does not queue
-        warm_start = time.monotonic()
-        pipe.send(_search(4, "warm call"))
-        pipe.answer(4)
-        warm = time.monotonic() - warm_start
+        marks = _first_answers(_Pipe(process), started)
+        if warm:
+            marks["warm call alone"] = _warm_call(_Pipe(process))
     finally:
         _close(process)
+    return marks
+
+
+def _first_answers(pipe: _Pipe, started: float) -> dict[str, float]:
+    pipe.send(
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": PROTOCOL, "capabilities": {},
+                    "clientInfo": {"name": "rypsok-bench", "version": "0"}}}
+    )  # fmt: skip
+    pipe.answer(1)
+    initialized = time.monotonic()
+    pipe.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    pipe.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+    pipe.answer(2)
+    listed = time.monotonic()
+    pipe.send(_search(3, "cold start"))
+    first = pipe.answer(3)
+    searched = time.monotonic()
+    if first["result"]["structuredContent"]["outcome"] != "ok":
+        raise RuntimeError(f"the first search did not answer ok: {first}")
     return {
         "initialize": (initialized - started) * 1000,
         "tools/list": (listed - started) * 1000,
         "first web_search": (searched - started) * 1000,
         "first call alone": (searched - listed) * 1000,
-        "warm call alone": warm * 1000,
     }
+
+
+def _warm_call(pipe: _Pipe) -> float:
+    """A second web_search on its own (ms), past the engines' spacing so it does not queue."""
+    time.sleep(0.2)
+    started = time.monotonic()
+    pipe.send(_search(4, "warm call"))
+    pipe.answer(4)
+    return (time.monotonic() - started) * 1000
 
 
 def _close(process: subprocess.Popen[bytes]) -> None:
@@ -203,65 +232,143 @@ def _phases(config: Path, runs: int) -> list[tuple[str, float]]:
     return [(name, statistics.median(values)) for name, values in collected.items()]
 
 
-def _import_costs(runs: int) -> tuple[float, list[tuple[str, float, int]]]:
-    """Median total import time and the top packages by summed self time (ms, modules)."""
-    totals: list[float] = []
-    per_package: dict[str, list[float]] = {}
-    modules: dict[str, int] = {}
-    for _ in range(runs):
-        err = subprocess.run(
-            [sys.executable, "-X", "importtime", "-c", SERVE_IMPORTS],
-            check=True,
-            capture_output=True,
-            text=True,
-            env=_env(),
-        ).stderr
+def _parse_importtime(err: str) -> dict[str, float]:
+    """Each module's self import time (ms) from what `-X importtime` wrote."""
+    modules: dict[str, float] = {}
+    for line in err.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        self_us, _, name = (part.strip() for part in line[len("import time:") :].split("|"))
+        modules[name] = modules.get(name, 0.0) + int(self_us) / 1000
+    return modules
+
+
+def serve_imports(config: Path, source: str | None = None) -> dict[str, float]:
+    """Self import time (ms) per module of one `rypsok serve`, up to its first answered call.
+
+    The server runs under the allocator settings the entry point would exec it
+    with, so it does not exec and one process's imports are counted once.
+    """
+    with tempfile.TemporaryFile() as err:
+        _one_start(config, source, stderr=err, warm=False, environ=ALLOCATOR)
+        err.seek(0)
+        return _parse_importtime(err.read().decode("utf-8", "replace"))
+
+
+def group_of(module: str) -> str:
+    """The group a module's time is summed in: its top-level package, rypsok's by layer."""
+    parts = module.split(".")
+    if parts[0] != "rypsok" or len(parts) < 3:  # rypsok.core.<name>
+        return parts[0]
+    if parts[2] == "engines" and len(parts) > 3:
+        return "rypsok.core.engines.*"
+    return ".".join(parts[:3])
+
+
+def import_costs(config: Path, runs: int, source: str | None = None) -> dict[str, Any]:
+    """Median total, per group and per module of `serve_imports` over `runs` starts."""
+    samples = [serve_imports(config, source) for _ in range(runs)]
+    totals = [sum(sample.values()) for sample in samples]
+    per_group: dict[str, list[float]] = {}
+    per_module: dict[str, list[float]] = {}
+    counts: dict[str, int] = {}
+    for sample in samples:
         sums: dict[str, float] = {}
-        counts: dict[str, int] = {}
-        for line in err.splitlines():
-            if not line.startswith("import time:") or "self [us]" in line:
-                continue
-            self_us, _, name = (part.strip() for part in line[len("import time:") :].split("|"))
-            package = name.split(".")[0]
-            sums[package] = sums.get(package, 0.0) + int(self_us) / 1000
-            counts[package] = counts.get(package, 0) + 1
-        totals.append(sum(sums.values()))
-        for package, ms in sums.items():
-            per_package.setdefault(package, []).append(ms)
-        modules = counts
-    ranked = sorted(
-        ((p, statistics.median(v), modules.get(p, 0)) for p, v in per_package.items()),
-        key=lambda row: -row[1],
-    )
-    return statistics.median(totals), ranked
+        for module, ms in sample.items():
+            sums[group_of(module)] = sums.get(group_of(module), 0.0) + ms
+            per_module.setdefault(module, []).append(ms)
+        for group, ms in sums.items():
+            per_group.setdefault(group, []).append(ms)
+    for module in samples[-1]:
+        counts[group_of(module)] = counts.get(group_of(module), 0) + 1
+    rank = sorted(((g, statistics.median(v), counts.get(g, 0)) for g, v in per_group.items()),
+                  key=lambda row: -row[1])  # fmt: skip
+    modules = sorted(((m, statistics.median(v)) for m, v in per_module.items()),
+                     key=lambda row: -row[1])  # fmt: skip
+    return {
+        "total_ms": statistics.median(totals),
+        "modules": len(samples[-1]),
+        "groups": rank,
+        "top_modules": modules,
+    }
 
 
 async def run(quick: bool = False) -> dict[str, Any]:
     runs = 4 if quick else 10
+    import_runs = 1 if quick else 3
+    baseline = os.environ.get("BENCH_BASELINE_SRC")
     with FakeServer(fixture_routes(REPO, 5.0)) as server, tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "rypsok.toml"
         config.write_text(config_toml(server.base_url), encoding="utf-8")
-        reference = os.environ.get("BENCH_REFERENCE_FETCH")
-        baseline = os.environ.get("BENCH_BASELINE_SRC")
-        page = f"{server.base_url}/w/api.php"
-        _one_start(config)  # a first run warms the page cache and the .pyc files
-        if reference:
-            _reference_start(reference, page)
-        starts = []
-        for _ in range(runs):
-            start = _one_start(config)
-            if reference:
-                start.update(_reference_start(reference, page))
-            if baseline:
-                before = _one_start(config, baseline)
-                start.update({f"baseline {k}": v for k, v in before.items() if "alone" not in k})
-            starts.append(start)
+        starts = _starts(config, f"{server.base_url}/w/api.php", runs)
         phases = _phases(config, 3)
-    keys = list(starts[0])
-    rows = []
-    for key in keys:
+        imports = import_costs(config, import_runs)
+        before = import_costs(config, import_runs, baseline) if baseline else None
+    medians = _report_starts(starts, runs)
+    bare = _wall_ms([sys.executable, "-c", "pass"], 5)
+    version = _wall_ms([str(BIN / "rypsok"), "--version"], 5)
+    emit()
+    emit(
+        table(
+            "Start-up phases in one process (median ms)",
+            ["phase", "ms"],
+            [*phases, ("(reference) python -c pass, wall", bare),
+             ("(reference) rypsok --version, wall", version)],
+        )
+    )  # fmt: skip
+    _report_imports("this tree", imports)
+    if before is not None:
+        _report_imports("the baseline", before)
+    return {
+        "runs": runs,
+        "medians_ms": medians,
+        "phases_ms": dict(phases),
+        "python_bare_ms": bare,
+        "rypsok_version_ms": version,
+        "imports": _imports_json(imports),
+        "baseline_imports": _imports_json(before) if before is not None else None,
+    }
+
+
+def byte_compile(source: Path) -> None:
+    """Write the .pyc files of a source tree, as installing a wheel does.
+
+    Without them (a checkout run with PYTHONDONTWRITEBYTECODE set) every start
+    compiles rypsok's hundred modules again, 100-300 ms that no installed copy
+    pays; the reference server's venv was byte-compiled by pip.
+    """
+    compileall.compile_dir(source, quiet=1, workers=1)
+
+
+def _starts(config: Path, page: str, runs: int) -> list[dict[str, float]]:
+    """`runs` rounds of starts: this tree's, the reference's and the baseline's in turn."""
+    reference = os.environ.get("BENCH_REFERENCE_FETCH")
+    baseline = os.environ.get("BENCH_BASELINE_SRC")
+    byte_compile(REPO / "src")
+    if baseline:
+        byte_compile(Path(baseline))
+    _one_start(config)  # a first run warms the page cache and the .pyc files
+    if reference:
+        _reference_start(reference, page)
+    if baseline:
+        _one_start(config, baseline)
+    starts = []
+    for _ in range(runs):
+        start = _one_start(config)
+        if reference:
+            start.update(_reference_start(reference, page))
+        if baseline:
+            before = _one_start(config, baseline, warm=False)
+            start.update({f"baseline {k}": v for k, v in before.items() if "alone" not in k})
+        starts.append(start)
+    return starts
+
+
+def _report_starts(starts: list[dict[str, float]], runs: int) -> dict[str, float]:
+    rows: list[tuple[str, float, float, float]] = []
+    for key in starts[0]:
         values = [s[key] for s in starts]
-        rows.append([key, statistics.median(values), min(values), max(values)])
+        rows.append((key, statistics.median(values), min(values), max(values)))
     emit(
         table(
             f"Cold start of `rypsok serve` over stdio, from spawn (ms, {runs} runs)",
@@ -279,34 +386,29 @@ async def run(quick: bool = False) -> dict[str, Any]:
         f"target: first web_search answered <= {TARGET_FIRST_CALL_MS:.0f} ms and <= the "
         f"reference's first answer (now {medians['first web_search']:.0f}{reference_words})"
     )
-    bare = _wall_ms([sys.executable, "-c", "pass"], 5)
-    version = _wall_ms([str(BIN / "rypsok"), "--version"], 5)
-    total_imports, packages = _import_costs(1 if quick else 3)
+    return medians
+
+
+def _report_imports(tree: str, imports: Mapping[str, Any]) -> None:
     emit()
     emit(
         table(
-            "Start-up phases in one process (median ms)",
-            ["phase", "ms"],
-            [*phases, ("(reference) python -c pass, wall", bare),
-             ("(reference) rypsok --version, wall", version)],
-        )
-    )  # fmt: skip
-    emit()
-    top = packages[:12]
-    emit(
-        table(
-            f"python -X importtime of the serve imports: self time per top-level package "
-            f"(median of runs; total {total_imports:.0f} ms)",
-            ["package", "ms", "modules"],
-            top,
+            f"python -X importtime of `rypsok serve` ({tree}) up to its first answered "
+            f"web_search: self time per group (median; total {imports['total_ms']:.0f} ms, "
+            f"{imports['modules']} modules)",
+            ["group", "ms", "modules"],
+            imports["groups"][:16],
         )
     )
+    own = [row for row in imports["top_modules"] if row[0].startswith("rypsok")][:12]
+    emit()
+    emit(table(f"rypsok's costliest modules ({tree}, self ms)", ["module", "ms"], own))
+
+
+def _imports_json(imports: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        "runs": runs,
-        "medians_ms": {row[0]: row[1] for row in rows},
-        "phases_ms": dict(phases),
-        "python_bare_ms": bare,
-        "rypsok_version_ms": version,
-        "imports_total_ms": total_imports,
-        "imports_by_package_ms": [{"package": p, "ms": ms, "modules": n} for p, ms, n in packages],
+        "total_ms": imports["total_ms"],
+        "modules": imports["modules"],
+        "groups": [{"group": g, "ms": ms, "modules": n} for g, ms, n in imports["groups"]],
+        "top_modules": [{"module": m, "ms": ms} for m, ms in imports["top_modules"][:40]],
     }

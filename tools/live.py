@@ -39,6 +39,7 @@ from rypsok.core.engines.base import (
     RawHit,
     SearchParams,
 )
+from rypsok.core.engines.registry import configured_engines
 from rypsok.core.engines.transport import EngineEgress
 from rypsok.core.search.urls import UrlRejection, normalize_result_url
 from rypsok.core.services import Services, load_configuration
@@ -115,10 +116,13 @@ async def check_engine(services: Services, driver: Driver, query: str) -> Verdic
 
 async def run(config_path: str | None, query: str) -> list[Verdict]:
     services = Services(load_configuration(config_path))
+    # Every registered engine, the disabled and keyless ones too (they are reported
+    # skipped); the services hold drivers for the engines that can run only.
+    engines = configured_engines(services.config)
     verdicts: list[Verdict] = []
     try:
         async with anyio.create_task_group() as group:
-            for driver, enabled in services.engines:
+            for driver, enabled in engines:
                 if not enabled or not driver.active:
                     why = "disabled" if not enabled else "no key or endpoint configured"
                     verdicts.append(Verdict(driver.id, "skipped", why))
@@ -130,7 +134,7 @@ async def run(config_path: str | None, query: str) -> list[Verdict]:
                 group.start_soon(one)
     finally:
         await services.aclose()
-    order = [driver.id for driver, _ in services.engines]
+    order = [driver.id for driver, _ in engines]
     return sorted(verdicts, key=lambda v: order.index(v.engine))
 
 

@@ -46,6 +46,23 @@ def test_no_file_means_every_default_of_the_limits_table() -> None:
     assert config.breaker.failures == 3
 
 
+@pytest.mark.req("REQ-CFG-003")
+def test_each_default_section_is_its_model_with_that_models_defaults() -> None:
+    """REQ-CFG-003: the sections' defaults are validated by `Config` itself (no instance is
+    built at import, issue 14 item 3), yet each is its section's model, equal to one built
+    on its own, and a document that names a section with no key gives the same config."""
+    config = Config()
+    for name, field in Config.model_fields.items():
+        model = field.annotation
+        if name == "engines" or not isinstance(model, type):
+            continue
+        section = getattr(config, name)
+        assert type(section) is model, name
+        assert section == model(), name
+    named = {name: {} for name in Config.model_fields if name not in ("engines", "schema_version")}
+    assert parse_config({"schema_version": 1, **named}, known_ids()) == config
+
+
 @pytest.mark.req("REQ-CFG-001")
 def test_file_is_found_by_argument_before_environment(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch

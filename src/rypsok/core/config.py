@@ -12,20 +12,48 @@ value outside its bound or a broken cross-check stops start-up with a
 renders; a test fails when the two differ.
 """
 
-from __future__ import annotations
+# Annotations are evaluated where written (no `from __future__ import annotations`):
+# pydantic would otherwise evaluate each string annotation at class creation, a
+# third of this module's import time (issue 14 item 3, cold start).
 
-import ipaddress
 import os
 import pathlib
-import re
 import tomllib
-import urllib.parse
 from collections.abc import Iterator, Mapping
-from typing import Annotated, Any, Literal, get_args
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from rypsok.core import limits
+from rypsok.core.config_base import (
+    ConfigError,
+    IntList,
+    Secret,
+    SecretRef,
+    Section,
+    StrList,
+    bounded,
+)
+from rypsok.core.config_network import (
+    CALLER_SCOPES,
+    DEFAULT_KEY_SCOPES,
+    CacheConfig,
+    CallerScope,
+    ClusterConfig,
+    EgressConfig,
+    HttpConfig,
+    HttpKey,
+    OAuthAlgorithm,
+    OAuthConfig,
+    OAuthScopes,
+)
+
+__all__ = [  # the names other modules import from here, wherever they are defined
+    "CALLER_SCOPES", "DEFAULT_KEY_SCOPES", "CacheConfig", "CallerScope", "ClusterConfig",
+    "Config", "ConfigError", "EgressConfig", "EngineConfig", "EngineModels", "HttpConfig",
+    "HttpKey", "IntList", "OAuthAlgorithm", "OAuthConfig", "OAuthScopes", "Secret",
+    "SecretRef", "StrList", "cache_secret_problems", "load_config", "parse_config",
+]  # fmt: skip
 
 SCHEMA_VERSION = 1
 CONFIG_ENV = "RYPSOK_CONFIG"
@@ -35,88 +63,26 @@ LANGUAGES_MAX = 184
 METRICS_INTERVAL_S = 300
 
 
-class ConfigError(Exception):
-    """The configuration cannot be used; the message names the key."""
-
-
-class Secret:
-    """A resolved secret. Never shown by repr or str (REQ-SEC-020)."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
-
-
-# TOML arrays arrive as lists; the sections are strict about every other type.
-StrList = Annotated[tuple[str, ...], Field(strict=False)]
-IntList = Annotated[tuple[int, ...], Field(strict=False)]
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class SecretRef(_Section):
-    """`{ env = "NAME" }` or `{ file = "path" }`: where the secret lives, not the secret."""
-
-    env: str | None = None
-    file: str | None = None
-
-    def model_post_init(self, context: Any, /) -> None:
-        if (self.env is None) == (self.file is None):
-            raise ValueError('give exactly one of { env = "NAME" } or { file = "path" }')
-
-    def resolve(self) -> Secret | None:
-        """The secret, or None when the variable is unset or the file is missing."""
-        if self.env is not None:
-            value = os.environ.get(self.env)
-            return Secret(value) if value else None
-        try:
-            value = pathlib.Path(str(self.file)).read_text(encoding="utf-8").strip()
-        except OSError:
-            return None
-        return Secret(value) if value else None
-
-
-def _bounded(default: int, bounds: tuple[int, int], doc: str) -> Any:
-    return Field(default=default, ge=bounds[0], le=bounds[1], description=doc)
-
-
-class SearchConfig(_Section):
-    deadline_ms: int = _bounded(
+class SearchConfig(Section):
+    deadline_ms: int = bounded(
         limits.SEARCH_DEADLINE_MS, limits.SEARCH_DEADLINE_RANGE, "LIM-S4 search deadline"
     )
-    engine_timeout_ms: int = _bounded(
+    engine_timeout_ms: int = bounded(
         limits.ENGINE_TIMEOUT_MS, (100, 30_000), "LIM-S5 per-engine timeout; S5 + S6 <= S4"
     )
-    reserve_ms: int = _bounded(
+    reserve_ms: int = bounded(
         limits.SEARCH_RESERVE_MS, (10, 10_000), "LIM-S6 reserve for rypsok's own work"
     )
-    ceiling_ms: int = _bounded(
+    ceiling_ms: int = bounded(
         limits.SEARCH_CEILING_MS, (1_000, 60_000), "LIM-S7 hard ceiling of a call; >= S4"
     )
-    connect_timeout_ms: int = _bounded(
+    connect_timeout_ms: int = bounded(
         limits.ENGINE_CONNECT_TIMEOUT_MS, (100, 30_000), "LIM-S12 engine connect timeout; <= S5"
     )
-    max_engines: int = _bounded(
+    max_engines: int = bounded(
         limits.ENGINES_PER_SEARCH, limits.ENGINES_PER_SEARCH_RANGE, "LIM-S8 engines per search"
     )
-    engines_in_flight: int = _bounded(
+    engines_in_flight: int = bounded(
         limits.ENGINE_REQUESTS_IN_FLIGHT,
         limits.ENGINE_REQUESTS_IN_FLIGHT_RANGE,
         "LIM-C1 engine requests in flight, process",
@@ -173,32 +139,32 @@ class SearchConfig(_Section):
         return value
 
 
-class LimitsConfig(_Section):
-    web_search_per_minute: int = _bounded(
+class LimitsConfig(Section):
+    web_search_per_minute: int = bounded(
         limits.WEB_SEARCH_PER_MINUTE, limits.CALLS_PER_MINUTE_RANGE, "LIM-C6"
     )
-    web_fetch_per_minute: int = _bounded(
+    web_fetch_per_minute: int = bounded(
         limits.WEB_FETCH_PER_MINUTE, limits.CALLS_PER_MINUTE_RANGE, "LIM-C7"
     )
-    engine_status_per_minute: int = _bounded(
+    engine_status_per_minute: int = bounded(
         limits.ENGINE_STATUS_PER_MINUTE, limits.CALLS_PER_MINUTE_RANGE, "LIM-C8"
     )
 
 
-class BreakerConfig(_Section):
-    failures: int = _bounded(limits.BREAKER_FAILURES, limits.BREAKER_FAILURES_RANGE, "LIM-B1")
-    cooldown_ms: int = _bounded(
+class BreakerConfig(Section):
+    failures: int = bounded(limits.BREAKER_FAILURES, limits.BREAKER_FAILURES_RANGE, "LIM-B1")
+    cooldown_ms: int = bounded(
         limits.BREAKER_COOLDOWN_MS, limits.BREAKER_COOLDOWN_RANGE, "LIM-B2 first cooldown"
     )
-    growth: int = _bounded(
+    growth: int = bounded(
         limits.BREAKER_GROWTH, limits.BREAKER_GROWTH_RANGE, "LIM-B3 growth per reopening"
     )
-    max_cooldown_ms: int = _bounded(
+    max_cooldown_ms: int = bounded(
         limits.BREAKER_MAX_COOLDOWN_MS, limits.BREAKER_COOLDOWN_RANGE, "LIM-B3 cap"
     )
 
 
-class FetchConfig(_Section):
+class FetchConfig(Section):
     allow_http: bool = Field(default=False, description="REQ-FETCH-010 fetch plain http")
     ports: IntList = Field(
         default=(), description="LIM-F8 ports added to 443 (and 80 with allow_http)"
@@ -208,22 +174,20 @@ class FetchConfig(_Section):
     follow_cross_host_redirects: bool = Field(
         default=False, description="REQ-FETCH-006 follow cross-host redirects that pass policy"
     )
-    max_chars_default: int = _bounded(
+    max_chars_default: int = bounded(
         limits.MAX_CHARS_DEFAULT, (1, 1_000_000), "LIM-F1; <= max_chars_ceiling"
     )
-    max_chars_ceiling: int = _bounded(
+    max_chars_ceiling: int = bounded(
         limits.MAX_CHARS_CEILING, limits.MAX_CHARS_CEILING_RANGE, "LIM-F2"
     )
-    max_bytes: int = _bounded(limits.FETCH_MAX_BYTES, limits.FETCH_MAX_BYTES_RANGE, "LIM-F3")
-    timeout_ms: int = _bounded(limits.FETCH_TIMEOUT_MS, (1_000, 60_000), "LIM-F4; <= F5")
-    ceiling_ms: int = _bounded(limits.FETCH_CEILING_MS, limits.FETCH_CEILING_RANGE, "LIM-F5")
-    connect_timeout_ms: int = _bounded(
+    max_bytes: int = bounded(limits.FETCH_MAX_BYTES, limits.FETCH_MAX_BYTES_RANGE, "LIM-F3")
+    timeout_ms: int = bounded(limits.FETCH_TIMEOUT_MS, (1_000, 60_000), "LIM-F4; <= F5")
+    ceiling_ms: int = bounded(limits.FETCH_CEILING_MS, limits.FETCH_CEILING_RANGE, "LIM-F5")
+    connect_timeout_ms: int = bounded(
         limits.FETCH_CONNECT_TIMEOUT_MS, (100, 60_000), "LIM-F6; <= F4"
     )
-    redirects: int = _bounded(
-        limits.SAME_HOST_REDIRECTS, limits.SAME_HOST_REDIRECTS_RANGE, "LIM-F7"
-    )
-    fetches_in_flight: int = _bounded(
+    redirects: int = bounded(limits.SAME_HOST_REDIRECTS, limits.SAME_HOST_REDIRECTS_RANGE, "LIM-F7")
+    fetches_in_flight: int = bounded(
         limits.FETCHES_IN_FLIGHT, limits.FETCHES_IN_FLIGHT_RANGE, "LIM-C3"
     )
     fetches_per_caller: int | None = Field(
@@ -233,12 +197,12 @@ class FetchConfig(_Section):
         description="LIM-C10 HTTP mode: LIM-C3 slots one caller may hold; unset: "
         "the whole pool; a cap keeps slots for others even before they ask",
     )
-    fetches_per_host: int = _bounded(
+    fetches_per_host: int = bounded(
         limits.FETCHES_PER_HOST, limits.FETCHES_PER_HOST_RANGE, "LIM-C4"
     )
-    parse_tasks: int = _bounded(limits.PARSE_TASKS, limits.PARSE_TASKS_RANGE, "LIM-C5")
-    max_nodes: int = _bounded(limits.PARSED_NODES, limits.PARSED_NODES_RANGE, "LIM-F10")
-    max_depth: int = _bounded(limits.NESTING_DEPTH, limits.NESTING_DEPTH_RANGE, "LIM-F11")
+    parse_tasks: int = bounded(limits.PARSE_TASKS, limits.PARSE_TASKS_RANGE, "LIM-C5")
+    max_nodes: int = bounded(limits.PARSED_NODES, limits.PARSED_NODES_RANGE, "LIM-F10")
+    max_depth: int = bounded(limits.NESTING_DEPTH, limits.NESTING_DEPTH_RANGE, "LIM-F11")
 
     @field_validator("ports")
     @classmethod
@@ -248,72 +212,7 @@ class FetchConfig(_Section):
         return value
 
 
-# A host rule: an ASCII name (A-labels for IDNs), or ".name" for it and its subdomains.
-_HOST_RULE = re.compile(
-    r"\.?(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)"
-    r"(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*",
-    re.IGNORECASE,
-)
-
-
-def _rule_problem(text: str) -> str | None:
-    """Why an egress rule would not do what it says, or None (the egress layer reads it)."""
-    try:
-        ipaddress.ip_network(text, strict=True)
-    except ValueError:
-        pass
-    else:
-        return None
-    if "/" in text or ":" in text or text.replace(".", "").isdigit():
-        # Without this, '10.0.0.1/8' (host bits set) became a host name matching nothing.
-        return "is not a network: give an address or CIDR with the host bits zero (10.0.0.0/8)"
-    if not _HOST_RULE.fullmatch(text.rstrip(".")):
-        return "is neither a network nor a host name (ASCII, xn-- for IDNs; '.name' for subdomains)"
-    return None
-
-
-class EgressConfig(_Section):
-    allow: StrList = Field(default=(), description="CIDR or host rules that allow")
-    deny: StrList = Field(default=(), description="CIDR or host rules that deny; win")
-
-    @field_validator("allow", "deny")
-    @classmethod
-    def _rules_say_what_they_mean(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for index, rule in enumerate(value):
-            problem = _rule_problem(rule)
-            if problem is not None:
-                raise ValueError(f"entry {index} {problem}")
-        return value
-
-    proxy: str | None = Field(
-        default=None,
-        description="REQ-RES-008 http:// or https:// proxy for engine requests; no credentials "
-        "in the URL (REQ-CFG-004)",
-    )
-
-    @field_validator("proxy")
-    @classmethod
-    def _proxy_is_plain_url(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        # The value is never echoed: a refused proxy URL may carry a password.
-        parts = urllib.parse.urlsplit(value)
-        if "@" in parts.netloc:
-            raise ValueError(
-                "inline credentials are refused (secrets by reference only); rypsok does not "
-                "authenticate to a proxy, so give a proxy that admits this host without a "
-                "password"
-            )
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("must be an http:// or https:// URL with a host")
-        try:
-            parts.port  # noqa: B018 (property access validates the port)
-        except ValueError:
-            raise ValueError("the port must be a number from 1 to 65535") from None
-        return value
-
-
-class PrivacyConfig(_Section):
+class PrivacyConfig(Section):
     credential_check: Literal["deny", "warn", "mask", "off"] = Field(
         default=limits.CREDENTIAL_CHECK_DEFAULT, description="LIM-P1"
     )
@@ -324,7 +223,7 @@ class PrivacyConfig(_Section):
     )
 
 
-class LoggingConfig(_Section):
+class LoggingConfig(Section):
     metrics_interval_s: int = Field(
         default=METRICS_INTERVAL_S,
         ge=0,
@@ -333,17 +232,17 @@ class LoggingConfig(_Section):
     )
 
 
-class OutputConfig(_Section):
+class OutputConfig(Section):
     structured_content: bool = Field(
         default=True, description="REQ-MCP-011 send structuredContent besides the JSON text"
     )
 
 
-class ToolsConfig(_Section):
+class ToolsConfig(Section):
     engine_status: bool = Field(default=True, description="REQ-STATUS-003 offer engine_status")
 
 
-class OperatorConfig(_Section):
+class OperatorConfig(Section):
     contact: str | None = Field(
         default=None, description="REQ-CMP-004 contact in the User-Agent (URL or e-mail)"
     )
@@ -358,146 +257,7 @@ class OperatorConfig(_Section):
         return value
 
 
-# What a caller may use over HTTP (assistant-access: "only the tools its key's
-# scope admits"): one word per tool, and `metrics` for the metrics endpoint.
-CallerScope = Literal["search", "fetch", "status", "metrics"]
-CALLER_SCOPES: tuple[CallerScope, ...] = get_args(CallerScope)
-DEFAULT_KEY_SCOPES: tuple[CallerScope, ...] = ("search", "fetch")
-
-
-class HttpKey(_Section):
-    caller: str = Field(description="caller name: the identity for per-caller limits")
-    key: SecretRef = Field(description="bearer key, by reference")
-    scopes: Annotated[tuple[CallerScope, ...], Field(strict=False)] = Field(
-        default=DEFAULT_KEY_SCOPES,
-        description="what the key admits: search (web_search), fetch (web_fetch), "
-        "status (engine_status), metrics (the metrics endpoint)",
-    )
-
-
-OAuthAlgorithm = Literal[
-    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"
-]  # asymmetric only: a shared-secret algorithm would let a public key sign
-
-
-class OAuthScopes(_Section):
-    search: str = Field(default="rypsok:search", description="token scope that admits search")
-    fetch: str = Field(default="rypsok:fetch", description="token scope that admits fetch")
-    status: str = Field(default="rypsok:status", description="token scope that admits status")
-    metrics: str = Field(default="rypsok:metrics", description="token scope that admits metrics")
-
-
-class OAuthConfig(_Section):
-    issuer: str = Field(description="the authorization server's issuer identifier (iss)")
-    audience: str = Field(
-        description="the canonical URL of this server's MCP endpoint (aud, RFC 8707)"
-    )
-    jwks_url: str | None = Field(
-        default=None, description="the issuer's JWKS, fetched through the engine egress profile"
-    )
-    jwks_file: str | None = Field(default=None, description="a JWKS file instead of jwks_url")
-    algorithms: Annotated[tuple[OAuthAlgorithm, ...], Field(strict=False)] = Field(
-        default=("RS256", "ES256", "EdDSA"), description="accepted signature algorithms"
-    )
-    caller_claim: str = Field(default="sub", description="claim that names the caller")
-    skew_s: int = _bounded(limits.OAUTH_SKEW_S, limits.OAUTH_SKEW_RANGE, "LIM-H12")
-    jwks_refresh_s: int = _bounded(
-        limits.OAUTH_JWKS_REFRESH_S, limits.OAUTH_JWKS_REFRESH_RANGE, "LIM-H13"
-    )
-    scopes: OAuthScopes = Field(
-        default_factory=OAuthScopes, description="rypsok scope -> token scope"
-    )
-
-
-class HttpConfig(_Section):
-    host: str = Field(default="127.0.0.1", description="bind address (REQ-SEC-018)")
-    port: int = Field(default=8750, ge=1, le=65_535, description="bind port")
-    path: str = Field(default="/mcp", description="endpoint path")
-    allowed_hosts: StrList = Field(default=(), description="Host header values accepted")
-    allowed_origins: StrList = Field(default=(), description="Origin values accepted")
-    tls_cert: SecretRef | None = Field(default=None, description="certificate file, by reference")
-    tls_key: SecretRef | None = Field(default=None, description="private key file, by reference")
-    behind_tls_proxy: bool = Field(default=False, description="a TLS proxy terminates in front")
-    keys: Annotated[tuple[HttpKey, ...], Field(strict=False)] = Field(
-        default=(), description="[[http.keys]] caller, key"
-    )
-    request_ms: int = _bounded(limits.HTTP_REQUEST_MS, (1_000, 600_000), "LIM-H5")
-    sessions: int = _bounded(limits.HTTP_SESSIONS, limits.HTTP_SESSIONS_RANGE, "LIM-H6")
-    sessions_per_caller: int | None = Field(
-        default=None,
-        ge=1,
-        le=limits.HTTP_SESSIONS_RANGE[1],
-        description="LIM-H10 live sessions one caller may hold; unset: a quarter of "
-        "http.sessions, at least 2",
-    )
-    session_idle_s: int = _bounded(
-        limits.HTTP_SESSION_IDLE_S, limits.HTTP_SESSION_IDLE_RANGE, "LIM-H11"
-    )
-    stream_ms: int = _bounded(limits.HTTP_STREAM_MS, limits.HTTP_STREAM_RANGE, "LIM-H7")
-    head_ms: int = _bounded(limits.HTTP_HEAD_MS, limits.HTTP_HEAD_RANGE, "LIM-H8")
-    pending_connections: int = _bounded(
-        limits.HTTP_PENDING_CONNECTIONS, limits.HTTP_PENDING_RANGE, "LIM-H9"
-    )
-    oauth: OAuthConfig | None = Field(
-        default=None, description="[http.oauth] OAuth 2.1 resource server (bearer JWTs)"
-    )
-    metrics_path: str = Field(default="/metrics", description="Prometheus text endpoint")
-    metrics_caller_labels: bool = Field(
-        default=False,
-        description="REQ-OBS-008 add per-caller series (caller names as labels) to the metrics",
-    )
-    handshake_revisions: bool = Field(
-        default=True,
-        description="REQ-MCP-006 serve the handshake-based revisions (sessions) besides the "
-        "handshake-free one",
-    )
-
-
-class CacheConfig(_Section):
-    enabled: bool = Field(
-        default=limits.CACHE_ENABLED, description="LIM-K1 cache web_search engine answers"
-    )
-    backend: Literal["memory", "redis"] = Field(
-        default="memory",
-        description="where the cache lives; redis also shares spacing, limits and strict-mode "
-        "URLs between instances",
-    )
-    ttl_s: int = _bounded(limits.CACHE_TTL_S, limits.CACHE_TTL_RANGE, "LIM-K2 entry lifetime")
-    entries: int = _bounded(
-        limits.CACHE_ENTRIES,
-        limits.CACHE_ENTRIES_RANGE,
-        "LIM-K3 entries (memory: per process; redis: per caller)",
-    )
-    redis_url: SecretRef | None = Field(
-        default=None, description="redis:// rediss:// or unix:// URL, by reference"
-    )
-    hmac_key: SecretRef | None = Field(
-        default=None, description="key of the HMAC that names Redis keys, by reference"
-    )
-    key_prefix: str = Field(
-        default="rypsok:", min_length=1, max_length=64, description="prefix of every Redis key"
-    )
-    operation_ms: int = _bounded(
-        limits.REDIS_OPERATION_MS, limits.REDIS_OPERATION_RANGE, "LIM-K4 Redis operation deadline"
-    )
-
-    @field_validator("key_prefix")
-    @classmethod
-    def _prefix_is_printable(cls, value: str) -> str:
-        if not value.isascii() or not value.isprintable() or " " in value:
-            raise ValueError("must be printable ASCII without spaces")
-        return value
-
-
-class ClusterConfig(_Section):
-    instances: int = _bounded(
-        limits.CLUSTER_INSTANCES,
-        limits.CLUSTER_INSTANCES_RANGE,
-        "rypsok processes sharing one outbound address; spacing factor without Redis",
-    )
-
-
-class EngineConfig(_Section):
+class EngineConfig(Section):
     enabled: bool = Field(default=True, description="query this engine")
     endpoint: str | None = Field(
         default=None, description="full URL the driver calls instead of the provider's"
@@ -522,7 +282,7 @@ class EngineConfig(_Section):
         return value
 
 
-class ScrapingConfig(_Section):
+class ScrapingConfig(Section):
     enabled: bool = Field(
         default=False,
         description="REQ-ENG-013 allow engines that read a human-facing page (the operator "
@@ -535,24 +295,24 @@ class ScrapingConfig(_Section):
 EngineModels = Mapping[str, type[EngineConfig]]
 
 
-class Config(_Section):
+class Config(Section):
     """The whole configuration. Build it with `load_config`, never by hand in production."""
 
     schema_version: Literal[1] = Field(default=1, description="must be 1")
-    search: SearchConfig = SearchConfig()
-    limits: LimitsConfig = LimitsConfig()
-    breaker: BreakerConfig = BreakerConfig()
-    fetch: FetchConfig = FetchConfig()
-    egress: EgressConfig = EgressConfig()
-    privacy: PrivacyConfig = PrivacyConfig()
-    logging: LoggingConfig = LoggingConfig()
-    output: OutputConfig = OutputConfig()
-    tools: ToolsConfig = ToolsConfig()
-    operator: OperatorConfig = OperatorConfig()
-    http: HttpConfig = HttpConfig()
-    cache: CacheConfig = CacheConfig()
-    scraping: ScrapingConfig = ScrapingConfig()
-    cluster: ClusterConfig = ClusterConfig()
+    search: SearchConfig = Field(default={}, validate_default=True)
+    limits: LimitsConfig = Field(default={}, validate_default=True)
+    breaker: BreakerConfig = Field(default={}, validate_default=True)
+    fetch: FetchConfig = Field(default={}, validate_default=True)
+    egress: EgressConfig = Field(default={}, validate_default=True)
+    privacy: PrivacyConfig = Field(default={}, validate_default=True)
+    logging: LoggingConfig = Field(default={}, validate_default=True)
+    output: OutputConfig = Field(default={}, validate_default=True)
+    tools: ToolsConfig = Field(default={}, validate_default=True)
+    operator: OperatorConfig = Field(default={}, validate_default=True)
+    http: HttpConfig = Field(default={}, validate_default=True)
+    cache: CacheConfig = Field(default={}, validate_default=True)
+    scraping: ScrapingConfig = Field(default={}, validate_default=True)
+    cluster: ClusterConfig = Field(default={}, validate_default=True)
     engines: Mapping[str, EngineConfig] = Field(default_factory=dict)
 
 

@@ -27,8 +27,8 @@ def _type_name(annotation: Any) -> str:
         return " or ".join(_type_name(a) for a in args if a is not type(None)) + " (optional)"
     if annotation is SecretRef:
         return "secret reference"
-    if annotation is HttpKey:
-        return "table"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "table"  # HttpKey, OAuthConfig: tables of their own
     return {bool: "boolean", int: "integer", str: "string"}.get(annotation, str(annotation))
 
 

@@ -104,7 +104,12 @@ class Services:
         self.metrics = Metrics()
         self._clock = clock
         self._started = clock()
-        self.engines: list[tuple[Driver, bool]] = registry.configured_engines(config)
+        # Every registered engine with its state; only those that can run have a driver
+        # (and had their modules imported): engine_status lists the others from the rows.
+        self.listed = registry.listed_engines(config)
+        self.engines: list[tuple[Driver, bool]] = [
+            (entry.driver, True) for entry in self.listed if entry.driver is not None
+        ]
         self.egress = egress or build_egress(config)
         # Hook (issue 12): the result cache and the state instances share through Redis.
         self.shared = SharedState.build(config, self.metrics)
@@ -398,15 +403,22 @@ class Services:
     async def _engine_status(
         self, args: contract.EngineStatusArguments, call: CallContext
     ) -> contract.EngineStatusOutput:
+        running = {driver.id: driver for driver, enabled in self.engines if enabled}
         engines = [
             contract.EngineHealth(
-                id=driver.id,
-                state=self._engine_state(driver, enabled),
-                median_latency_ms=self.metrics.median_engine_latency_ms(driver.id),
+                id=entry.id,
+                state=self._listed_state(running.get(entry.id)),
+                median_latency_ms=self.metrics.median_engine_latency_ms(entry.id),
             )
-            for driver, enabled in self.engines
+            for entry in self.listed
         ]
         return contract.EngineStatusOutput(outcome=Outcome.OK, engines=engines)
+
+    def _listed_state(self, driver: Driver | None) -> contract.EngineState:
+        """An engine without a driver here is disabled: it is off or lacks what it needs."""
+        if driver is None:
+            return contract.EngineState.DISABLED
+        return self._engine_state(driver, True)
 
     def _engine_state(self, driver: Driver, enabled: bool) -> contract.EngineState:
         breaker = self.search_pipeline.breakers.get(driver.id)
@@ -506,10 +518,11 @@ def admission_problems(config: Config) -> list[str]:
     The record's spacing and concurrency are the provider's terms: a value that
     would break them is refused with the record's bound, never lowered quietly.
     """
-    classes = registry.driver_classes()
     problems = []
     for engine_id, own in config.engines.items():
-        driver_class = classes[engine_id]
+        if own.min_interval_ms is None and own.max_concurrency is None:
+            continue  # nothing to hold against the record: its driver need not be imported
+        driver_class = registry.driver_class(engine_id)
         keyed = driver_class.keyed_admission if own.api_key is not None else None
         record = keyed or driver_class.admission
         where = f"key 'engines.{engine_id}"
@@ -528,26 +541,9 @@ def admission_problems(config: Config) -> list[str]:
 
 
 def engine_states(config: Config) -> list[tuple[str, str]]:
-    """Each engine: active, inactive_no_key, inactive_no_endpoint or disabled (REQ-OPS-003)."""
-    states = []
-    for driver, enabled in registry.configured_engines(config):
-        if not enabled:
-            state = "disabled"
-        elif driver.active:
-            state = "active"
-        else:
-            state = _inactive_state(driver)
-        states.append((driver.id, state))
-    return states
-
-
-def _inactive_state(driver: Driver) -> str:
-    """Why an enabled engine cannot run: its key, its operator contact, or its endpoint."""
-    if driver.requires_key and driver.settings.api_key is None:
-        return "inactive_no_key"
-    if driver.requires_contact and not driver.settings.contact:
-        return "inactive_no_contact"
-    return "inactive_no_endpoint"
+    """Each engine: active, inactive_no_key, inactive_no_contact, inactive_no_endpoint or
+    disabled (REQ-OPS-003), judged from the registry's rows without importing a driver."""
+    return [(entry.id, entry.state) for entry in registry.listed_engines(config, build=False)]
 
 
 def engine_categories(config: Config) -> dict[str, list[str]]:

@@ -31,10 +31,8 @@ dropped; no-results marker "No results." (U).
 
 from __future__ import annotations
 
-from typing import ClassVar, Final, Literal
+from typing import ClassVar, Final
 from urllib.parse import parse_qs, urlencode, urlsplit
-
-from pydantic import Field
 
 from rypsok.core.config import EngineConfig
 from rypsok.core.engines.base import (
@@ -50,6 +48,7 @@ from rypsok.core.engines.base import (
     SearchParams,
     TimeRange,
 )
+from rypsok.core.engines.options import DuckDuckGoConfig
 from rypsok.core.engines.scrape import Element, first, has_class, read_page, text_of
 
 _ENDPOINTS: Final = {
@@ -60,14 +59,6 @@ _CHALLENGE: Final = (b'id="challenge-form"', b"anomaly-modal", b"anomaly.js")
 _DF: Final = {TimeRange.DAY: "d", TimeRange.WEEK: "w", TimeRange.MONTH: "m", TimeRange.YEAR: "y"}
 _AD_TARGET: Final = "duckduckgo.com/y.js"
 _QUERY_MAX: Final = 499  # DuckDuckGo refuses longer queries
-
-
-class DuckDuckGoConfig(EngineConfig):
-    """`[engines.duckduckgo]`: the common keys plus which of the two pages to read."""
-
-    variant: Literal["html", "lite"] = Field(
-        default="html", description="duckduckgo: the page read, html or the lite fallback"
-    )
 
 
 class DuckDuckGo(Driver):

@@ -22,7 +22,7 @@ else `summary`) as the snippet, `publishedDate` as the date.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import ClassVar, Final, Literal
+from typing import ClassVar, Final
 
 from pydantic import Field
 
@@ -48,17 +48,10 @@ from rypsok.core.engines.common import (
     validate_or_none,
     window_start,
 )
+from rypsok.core.engines.options import ExaConfig
 from rypsok.core.engines.post import json_post
 
 _KEY_HEADER: Final = "x-api-key"
-
-
-class ExaConfig(EngineConfig):
-    """`[engines.exa]`: the common keys plus Exa's search type."""
-
-    search_type: Literal["auto", "fast", "instant"] = Field(
-        default="auto", description="exa: search type (`type` of the request)"
-    )
 
 
 class _Answer(StrictModel):

@@ -39,7 +39,7 @@ import re
 from datetime import UTC, datetime
 from typing import ClassVar, Final
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from rypsok.core.config import EngineConfig
 from rypsok.core.engines.base import (
@@ -65,9 +65,9 @@ from rypsok.core.engines.common import (
     validate_or_none,
     window_start,
 )
+from rypsok.core.engines.options import EMAIL as _EMAIL
+from rypsok.core.engines.options import PubMedConfig
 
-_EMAIL: Final = re.compile(r"^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+$")
-_TOOL: Final = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _PMID: Final = re.compile(r"^[0-9]{1,10}$")
 _AUTHORS_SHOWN: Final = 5
 # ISO 639-1 code -> PubMed's language name for the [la] field.
@@ -76,31 +76,6 @@ _LANGUAGE_NAMES: Final = {
     "ja": "japanese", "ru": "russian", "zh": "chinese", "pt": "portuguese", "nl": "dutch",
     "pl": "polish",
 }  # fmt: skip
-
-
-class PubMedConfig(EngineConfig):
-    """`[engines.pubmed]`: the common keys plus NCBI's registration parameters."""
-
-    tool: str = Field(default="rypsok", description="pubmed: the `tool` name registered with NCBI")
-    email: str | None = Field(
-        default=None,
-        description="pubmed: the `email` registered with NCBI (default: [operator] contact "
-        "when it is an e-mail address)",
-    )
-
-    @field_validator("tool")
-    @classmethod
-    def _tool_is_a_name(cls, value: str) -> str:
-        if not _TOOL.match(value):
-            raise ValueError("must be 1-64 letters, digits, '.', '_' or '-'")
-        return value
-
-    @field_validator("email")
-    @classmethod
-    def _email_is_an_address(cls, value: str | None) -> str | None:
-        if value is not None and not _EMAIL.match(value):
-            raise ValueError("must be an e-mail address")
-        return value
 
 
 class _SearchResult(StrictModel):

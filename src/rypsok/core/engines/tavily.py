@@ -24,7 +24,7 @@ are a spent budget: rate_limited; 401 auth_failure; 400 request_failure.
 
 from __future__ import annotations
 
-from typing import ClassVar, Final, Literal
+from typing import ClassVar, Final
 
 from pydantic import Field
 
@@ -51,18 +51,11 @@ from rypsok.core.engines.common import (
     validate,
     validate_or_none,
 )
+from rypsok.core.engines.options import TavilyConfig
 from rypsok.core.engines.post import json_post
 
 _AUTHORIZATION: Final = "Authorization"
 _BUDGET_SPENT: Final = frozenset({432, 433})
-
-
-class TavilyConfig(EngineConfig):
-    """`[engines.tavily]`: the common keys plus the search depth Tavily bills by."""
-
-    search_depth: Literal["basic", "advanced"] = Field(
-        default="basic", description="tavily: search depth (advanced costs two credits)"
-    )
 
 
 class _Answer(StrictModel):
