@@ -66,7 +66,7 @@ from rypsok.core.fetch.decode import Kind, decode_body, media_type, sniff_kind
 from rypsok.core.fetch.extract import Extracted, ExtractionFailed, extract_html, extract_text
 from rypsok.core.fetch.returned import BoundedReturnedUrls, ReturnedUrls
 from rypsok.core.fetch.robots import RobotsAnswer, RobotsCache, origin_and_path
-from rypsok.core.fetch.slots import FetchSlots
+from rypsok.core.fetch.slots import CallSlots, FetchSlots
 from rypsok.core.headers import retry_after_ms
 
 log = logging.getLogger("rypsok.fetch")
@@ -254,18 +254,18 @@ class FetchPipeline:
     # -- one hop --------------------------------------------------------------------------
 
     async def _get(self, url: CheckedUrl, deadline: float) -> AgentResponse:
+        """One request, made while the call holds a LIM-C3 slot and a slot of the host."""
         try:
-            async with self.slots.host(url.host):
-                remaining_ms = int((deadline - self._clock()) * 1000)
-                if remaining_ms <= 0:
-                    raise _deadline()
-                return await self._egress.agent_get(
-                    url,
-                    max_body_bytes=self._config.max_bytes,
-                    connect_timeout_ms=min(self._config.connect_timeout_ms, remaining_ms),
-                    total_timeout_ms=min(self._config.timeout_ms, remaining_ms),
-                    read_body=_wants_body,
-                )
+            remaining_ms = int((deadline - self._clock()) * 1000)
+            if remaining_ms <= 0:
+                raise _deadline()
+            return await self._egress.agent_get(
+                url,
+                max_body_bytes=self._config.max_bytes,
+                connect_timeout_ms=min(self._config.connect_timeout_ms, remaining_ms),
+                total_timeout_ms=min(self._config.timeout_ms, remaining_ms),
+                read_body=_wants_body,
+            )
         except EgressDenied as refusal:
             raise _denied(refusal.reason) from None
         except EgressBodyTooLarge:
@@ -294,15 +294,17 @@ class FetchPipeline:
     async def fetch(self, request: FetchRequest, notices: list[Notice]) -> contract.WebFetchOutput:
         deadline = self._clock() + self._config.ceiling_ms / 1000.0
         with anyio.move_on_after(self._config.ceiling_ms / 1000.0):
-            # The LIM-C3 slot is held until extraction ends, so a body waiting to
-            # be parsed still counts: memory stays within LIM-C3 x LIM-F3.
-            async with self.slots.in_flight.held():
-                page = await self._fetch_page(request, deadline, notices)
+            # Each hop takes a LIM-C3 slot and a slot of its host together and
+            # waits holding neither (slots.py). The LIM-C3 slot is then kept until
+            # extraction ends, so a body waiting to be parsed still counts:
+            # memory stays within LIM-C3 x LIM-F3.
+            async with self.slots.for_call() as held:
+                page = await self._fetch_page(request, deadline, notices, held)
             return self._respond(page, request, notices)
         raise _deadline()
 
     async def _fetch_page(
-        self, request: FetchRequest, deadline: float, notices: list[Notice]
+        self, request: FetchRequest, deadline: float, notices: list[Notice], held: CallSlots
     ) -> _Page:
         target, upgraded = self._scheme_policy(request.url, notices)
         try:
@@ -314,13 +316,15 @@ class FetchPipeline:
             raise
         self._check_strict(request.url, current)
         for _ in range(self._config.redirects + 1):
-            await self._check_robots(current, upgraded)
-            try:
-                response = await self._get(current, deadline)
-            except ToolError as failure:
-                if upgraded and failure.info.kind is ErrorKind.UNAVAILABLE:
-                    raise _denied("scheme") from None  # the https retry failed (REQ-FETCH-010)
-                raise
+            # robots.txt is read within the hop: a request to the host like the page's.
+            async with held.hop(current.host):
+                await self._check_robots(current, upgraded)
+                try:
+                    response = await self._get(current, deadline)
+                except ToolError as failure:
+                    if upgraded and failure.info.kind is ErrorKind.UNAVAILABLE:
+                        raise _denied("scheme") from None  # the https retry failed (REQ-FETCH-010)
+                    raise
             location = response.headers.get("location")
             if 300 <= response.status < 400 and location is not None:
                 current = await self._follow(current, location, deadline, notices)
