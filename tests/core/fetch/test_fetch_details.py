@@ -415,8 +415,8 @@ class ThreadLog:
         self.most = 0
         self.ended: list[tuple[float, bool]] = []  # (monotonic end, was it cancelled)
         self._lock = threading.Lock()
-        pipeline = services.fetch_pipeline
-        inner = pipeline._extract_sync
+        extractor = services.fetch_pipeline.extractor
+        inner = extractor.extract_sync
 
         def extract(*args: Any) -> Any:
             with self._lock:
@@ -430,7 +430,7 @@ class ThreadLog:
             self.ended.append((time.monotonic(), result is None))
             return result
 
-        pipeline._extract_sync = extract  # type: ignore[method-assign]
+        extractor.extract_sync = extract  # type: ignore[method-assign]
 
 
 @pytest.mark.req("REQ-PAGE-008", "REQ-SEC-012", "REQ-PAGE-006")
