@@ -444,9 +444,9 @@ async def test_an_abandoned_extraction_keeps_its_permit_and_slot_until_it_stops(
     A slow-then-heavy page reaches the parser half a second in; the call's
     ceiling (2 s) cuts its parse, which with LIM-F10 raised would run for
     seconds more. The parse stops at its next slice and only then does a
-    second fetch, asked for once the heavy parse has begun, get the parse
-    permit (or its request go out at all, for the fetch slot). The second
-    fetch waits for the parse to begin, not for a fixed time, so the order
+    second fetch get the parse permit (or its request go out at all, for the
+    fetch slot). The second fetch is asked only once the parse has begun (and
+    not before 1.7 s, so that its own LIM-F5 outlasts the wait), so the order
     holds on a loaded machine; the bounds on when the heavy call and its
     thread end leave a loaded machine 1.5 s past LIM-F5.
     """
@@ -466,6 +466,8 @@ async def test_an_abandoned_extraction_keeps_its_permit_and_slot_until_it_stops(
         async with anyio.create_task_group() as group:
             group.start_soon(one, "/heavy")
             await wait_until(lambda: log.running, 10)  # the heavy parse has begun
+            # ... and the light call, asked late in it, has its own LIM-F5 left after it.
+            await anyio.sleep(max(0.0, started + 1.7 - time.monotonic()))
             group.start_soon(one, "/light")
         await services.aclose()
     heavy, heavy_done = answers["/heavy"]
