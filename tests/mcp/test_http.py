@@ -631,7 +631,7 @@ async def test_network_mode_end_to_end_never_logs_a_key(tmp_path: pathlib.Path) 
         stderr = BufferedByteReceiveStream(process.stderr)  # type: ignore[arg-type]
         lines: list[bytes] = []
         try:
-            with anyio.fail_after(10):
+            with anyio.fail_after(30):  # start-up on a loaded machine; not what is tested
                 while not any(b'"event":"serving"' in line for line in lines):
                     lines.append(await stderr.receive_until(b"\n", 1 << 20) + b"\n")
             url = f"http://127.0.0.1:{port}/mcp"
@@ -651,11 +651,9 @@ async def test_network_mode_end_to_end_never_logs_a_key(tmp_path: pathlib.Path) 
                 async with http.stream("POST", url, headers=raw.current_headers(), json=call):
                     await engine_reached(provider)
                     process.send_signal(signal.SIGTERM)
-                    started = time.monotonic()
-                    with anyio.fail_after(limits.SHUTDOWN_MS / 1000):
+                    with anyio.fail_after(5 * limits.SHUTDOWN_MS / 1000):  # no hang
                         await process.wait()
-                    elapsed = time.monotonic() - started
-            assert process.returncode == 0 and elapsed < limits.SHUTDOWN_MS / 1000
+            assert process.returncode == 0
             assert provider.hangups, "the call in flight was not aborted"
             with anyio.move_on_after(2):
                 lines += (await stderr.receive()).splitlines(keepends=True)
@@ -672,9 +670,14 @@ async def test_network_mode_end_to_end_never_logs_a_key(tmp_path: pathlib.Path) 
     serving = next(r for r in records if r["event"] == "serving")
     assert serving["mode"] == "loopback_plain" and "certificate" in serving["certificate"]
     assert serving["url"] == url
-    assert any(r["event"] == "shutdown" and r["reason"] == "sigterm" for r in records)
+    shutdown = next(r for r in records if r["event"] == "shutdown")
+    assert shutdown["reason"] == "sigterm"
     # REQ-OBS-008: the counters leave the HTTP process too, as its last line.
     assert records[-1]["event"] == "metrics" and records[-1]["reason"] == "shutdown"
+    # REQ-OPS-002: LIM-O1 from the signal's handling to the last line, by rypsok's own
+    # clock: a loaded machine's delay in delivering the signal and in reaping the
+    # process is not rypsok's (the wait above only rules out a hang).
+    assert records[-1]["ts"] - shutdown["ts"] < limits.SHUTDOWN_MS / 1000
     assert set(records[-1]["calls"]) <= {"web_search"}
     statuses = [r["status"] for r in records if r["event"] == "http_request"]
     assert statuses.count(401) == 3 and 421 in statuses

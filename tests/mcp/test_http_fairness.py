@@ -131,8 +131,11 @@ async def _fetch_beside_a_burst(tmp_path: pathlib.Path, fetch: dict[str, Any]) -
             Client(streamable_http_client(running.url, http_client=http_a)) as client_a,
             Client(streamable_http_client(running.url, http_client=http_b)) as client_b,
         ):
-            slots = running.services.fetch_pipeline.slots.in_flight
-            share = fetch.get("fetches_per_caller", slots.slots)
+            fetch_slots = running.services.fetch_pipeline.slots
+            slots = fetch_slots.in_flight
+            # All of a's fetches go to one host: a holds its share of the host's
+            # slots, and its waiting fetches hold no LIM-C3 slot.
+            share = min(fetch.get("fetches_per_caller", slots.slots), fetch_slots.host_share())
 
             async def fetch_a() -> None:
                 await client_a.call_tool("web_fetch", {"url": provider.url("/slow")})
@@ -158,16 +161,18 @@ async def _fetch_beside_a_burst(tmp_path: pathlib.Path, fetch: dict[str, Any]) -
 async def test_one_callers_50_slow_fetches_take_every_slot_and_delay_another_by_turns(
     tmp_path: pathlib.Path,
 ) -> None:
-    """REQ-SEC-019: default limits: a alone takes all of LIM-C3; b waits turns, not the burst.
+    """REQ-SEC-019: default limits: a alone takes both of the host's slots; b waits a turn.
 
-    With nobody else waiting a holds all 8 fetch slots (the default lets a
-    caller alone use the whole capacity). b's fetch then waits until one of a's
-    fetches ends and frees a LIM-C3 slot and a slot of the host (2.8 s
-    measured), because freed slots go to the caller holding fewest; first come
-    first served it would wait for the whole burst (50 / 2 x 3 s = 75 s).
+    With nobody else waiting a holds both slots of the site (LIM-C4; the
+    default lets a caller alone use the whole capacity), and only the two
+    LIM-C3 slots that go with them: its 48 other fetches wait holding none.
+    b's fetch of the same site then waits until one of a's fetches ends and
+    frees a slot of the host, because freed slots go to the caller holding
+    fewest; first come first served it would wait for the whole burst
+    (50 / 2 x 3 s = 75 s).
     """
     held_by_a, elapsed = await _fetch_beside_a_burst(tmp_path, {})
-    assert held_by_a == limits.FETCHES_IN_FLIGHT
+    assert held_by_a == limits.FETCHES_PER_HOST
     assert elapsed < 3 * SLOW_S, elapsed
 
 
@@ -178,10 +183,11 @@ async def test_with_a_per_caller_cap_another_callers_fetch_is_prompt_beside_50_s
     """REQ-SEC-019: `fetches_per_caller = 6` keeps LIM-C3 and host slots for b: no wait at all.
 
     a holds at most 6 of the 8 fetch slots and, in proportion, 1 of the
-    host's 2 (LIM-C12), so b finds both a fetch slot and a host slot free.
+    host's 2 (LIM-C12), so it holds one of each, and b finds both a fetch
+    slot and a host slot free.
     """
     held_by_a, elapsed = await _fetch_beside_a_burst(tmp_path, {"fetches_per_caller": 6})
-    assert held_by_a == 6
+    assert held_by_a == 1
     assert elapsed < SLOW_S / 2, elapsed
 
 

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from rypsok.core.engines.duckduckgo import DuckDuckGo
-from rypsok.core.fetch import pipeline
+from rypsok.core.fetch import extraction
 from rypsok.core.services import Services
 from tests.fakes.provider_server import ProviderServer, Route
 from tests.support import ENGINE_PATHS, call_tool, config_from
@@ -54,7 +54,7 @@ async def test_fetch_and_scraping_parses_together_stay_within_one_lim_c5(
     fetch's extraction ran beside a scraping driver's parse (2 at a time).
     """
     probe = ParseProbe()
-    monkeypatch.setattr(pipeline, "extract_html", probe.wrap("fetch", pipeline.extract_html))
+    monkeypatch.setattr(extraction, "extract_html", probe.wrap("fetch", extraction.extract_html))
     monkeypatch.setattr(DuckDuckGo, "parse", probe.wrap("scrape", DuckDuckGo.parse))
     routes = {
         "/html/": Route.fixture("duckduckgo", "ok.html"),
