@@ -10,10 +10,13 @@ from rypsok.core.engines.base import (
     EngineRequest,
     EngineResponse,
     FailureClass,
+    RawHit,
 )
 from rypsok.core.engines.hackernews import HackerNews
 from rypsok.core.metrics import Metrics
+from rypsok.core.search import aggregate
 from rypsok.core.search.aggregate import SearchPipeline, SearchRequest, _Shared
+from rypsok.core.search.urls import ResultUrl, UrlRejection, normalize_result_url
 from tests.support import config_from
 
 
@@ -64,3 +67,25 @@ async def test_a_timed_out_follower_records_the_time_it_waited() -> None:
     (recorded,) = metrics.engine_latency_ms[driver.id]
     assert 450 <= recorded < 1_000
     assert metrics.engine_errors[(driver.id, "timeout")] == 1
+
+
+@pytest.mark.req("REQ-RANK-002", "REQ-RANK-003")
+def test_a_call_reads_each_raw_url_once_and_answers_as_the_reading_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """REQ-RANK-002: a URL two engines returned is read once; the answer is the reading's."""
+    read: list[str] = []
+
+    def counting(raw: str) -> ResultUrl | UrlRejection:
+        read.append(raw)
+        return normalize_result_url(raw)
+
+    monkeypatch.setattr(aggregate, "normalize_result_url", counting)
+    shared, refused = "https://A.example/x?utm_source=a&k=1", "javascript:alert(1)"
+    urls = aggregate._CallUrls()
+    urls.read([RawHit(1, shared, "one"), RawHit(2, refused, "two")])
+    urls.read([RawHit(1, shared, "again")])  # a second engine's answer
+    assert urls.of(shared) == ResultUrl("https://a.example/x?k=1", "https://a.example/x?k=1")
+    assert urls.of(refused) is UrlRejection.NOT_HTTP
+    assert urls.of("https://b.example/") == ResultUrl("https://b.example/", "https://b.example/")
+    assert read == [shared, refused, "https://b.example/"]

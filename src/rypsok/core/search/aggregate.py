@@ -63,7 +63,7 @@ from rypsok.core.engines.queue import EngineQueue, NotSent, WhyNotSent
 from rypsok.core.health import CircuitBreaker, CircuitEvent
 from rypsok.core.metrics import Metrics
 from rypsok.core.search.rank import Candidate, CanonicalResult, rank_results
-from rypsok.core.search.urls import ResultUrl, normalize_result_url
+from rypsok.core.search.urls import ResultUrl, UrlRejection, normalize_result_url
 
 log = logging.getLogger("rypsok.search")
 
@@ -130,6 +130,29 @@ def _cleaned(title: str, snippet: str) -> _Cleaned:
     clean_snippet = clean_text(snippet, limits.SNIPPET_MAX_CHARS)
     flagged = looks_like_instruction(clean_title.text) or looks_like_instruction(clean_snippet.text)
     return _Cleaned(clean_title, clean_snippet, flagged)
+
+
+class _CallUrls:
+    """The normalized URLs of one call's hits, each raw URL read once.
+
+    `normalize_result_url` is pure, so reading a URL as its engine's answer
+    arrives, while slower engines are still awaited, and looking it up when
+    the results are fused gives the same candidates as reading it then; a URL
+    several engines returned is read once. Kept for one call only.
+    """
+
+    def __init__(self) -> None:
+        self._read: dict[str, ResultUrl | UrlRejection] = {}
+
+    def of(self, raw: str) -> ResultUrl | UrlRejection:
+        url = self._read.get(raw)
+        if url is None:
+            url = self._read[raw] = normalize_result_url(raw)
+        return url
+
+    def read(self, hits: Sequence[RawHit]) -> None:
+        for hit in hits:
+            self.of(hit.url)
 
 
 @dataclass
@@ -451,8 +474,14 @@ class SearchPipeline:
         return answer
 
     async def _ask_all(
-        self, caller: str, chosen: list[Driver], params: SearchParams
+        self,
+        caller: str,
+        chosen: list[Driver],
+        params: SearchParams,
+        urls: _CallUrls | None = None,
     ) -> list[EngineAnswer]:
+        """Every chosen engine's answer; their URLs read into `urls` as each arrives."""
+        read = urls if urls is not None else _CallUrls()
         search = self._config.search
         deadline = self._clock() + (search.deadline_ms - search.reserve_ms) / 1000.0
         answers: dict[str, EngineAnswer] = {}
@@ -463,6 +492,8 @@ class SearchPipeline:
                 answers[driver.id] = await self._cached_or_asked(caller, driver, params, deadline)
             if scope.cancelled_caught:
                 answers[driver.id] = self._finish(driver.id, started, failure=FailureClass.TIMEOUT)
+            # Read while the slower engines are awaited, not after the last one.
+            read.read(answers[driver.id].hits)
 
         async with anyio.create_task_group() as group:
             for driver in chosen:
@@ -471,13 +502,15 @@ class SearchPipeline:
 
     # -- 3. boundary, URLs, fusion --------------------------------------------------------
 
-    def _candidates(self, answers: list[EngineAnswer], tally: _Tally) -> list[Candidate]:
+    def _candidates(
+        self, answers: list[EngineAnswer], urls: _CallUrls, tally: _Tally
+    ) -> list[Candidate]:
         """Every usable hit with its normalized URL; its text still raw (cleaned once ranked)."""
         drop_flagged = self._config.search.drop_instruction_like
         candidates: list[Candidate] = []
         for answer in answers:
             for hit in answer.hits:
-                url = normalize_result_url(hit.url)
+                url = urls.of(hit.url)
                 if not isinstance(url, ResultUrl):
                     tally.counts[NoticeCode.URL_DROPPED] += 1
                     continue
@@ -504,10 +537,15 @@ class SearchPipeline:
         return engines if self._config.search.attribution or required else None
 
     def _results(
-        self, answers: list[EngineAnswer], max_results: int, notices: list[Notice]
+        self,
+        answers: list[EngineAnswer],
+        urls: _CallUrls,
+        max_results: int,
+        notices: list[Notice],
     ) -> list[SearchResult]:
         tally = _Tally()
-        ranked = rank_results(self._candidates(answers, tally), self._preference, max_results)
+        candidates = self._candidates(answers, urls, tally)
+        ranked = rank_results(candidates, self._preference, max_results)
         results = []
         # Only the returned results pass the boundary: cleaning is most of a call's CPU,
         # and what is cut by max_results is never shown.
@@ -549,7 +587,8 @@ class SearchPipeline:
                 reason=UnavailableReason.NO_ENGINE_AVAILABLE,
                 retryable=False,
             )
-        answers = await self._ask_all(request.caller, chosen, self._params(request))
+        urls = _CallUrls()
+        answers = await self._ask_all(request.caller, chosen, self._params(request), urls)
         failed = [a for a in answers if a.failure is not None or a.skipped]
         notices.extend(_failure_notice(a) for a in failed)
         notices.extend(
@@ -564,7 +603,7 @@ class SearchPipeline:
                 reason=UnavailableReason.NO_ENGINE_ANSWERED,
                 retryable=True,
             )
-        results = self._results(answers, request.max_results, notices)
+        results = self._results(answers, urls, request.max_results, notices)
         outcome = Outcome.PARTIAL if failed else Outcome.OK if results else Outcome.EMPTY
         return contract.WebSearchOutput(outcome=outcome, notices=notices, results=results)
 
