@@ -32,7 +32,7 @@ from typing import Protocol
 import anyio
 
 from rypsok.core import contract, limits, logs
-from rypsok.core.boundary.instructions import looks_like_instruction
+from rypsok.core.boundary.instructions import instruction_flags
 from rypsok.core.boundary.text import CleanText, clean_text
 from rypsok.core.cache.entries import AnswerCache, EntryScope, cached_notice
 from rypsok.core.callers import FairSlots
@@ -126,10 +126,20 @@ class _Cleaned:
 
 def _cleaned(title: str, snippet: str) -> _Cleaned:
     """Title and snippet through the content boundary (REQ-CTX-004), checked for instructions."""
-    clean_title = clean_text(title, limits.TITLE_MAX_CHARS)
-    clean_snippet = clean_text(snippet, limits.SNIPPET_MAX_CHARS)
-    flagged = looks_like_instruction(clean_title.text) or looks_like_instruction(clean_snippet.text)
-    return _Cleaned(clean_title, clean_snippet, flagged)
+    return _all_cleaned([(title, snippet)])[0]
+
+
+def _all_cleaned(texts: Sequence[tuple[str, str]]) -> list[_Cleaned]:
+    """`_cleaned` of each (title, snippet), the instruction check batched over all of them."""
+    cleaned = [
+        (clean_text(title, limits.TITLE_MAX_CHARS), clean_text(snippet, limits.SNIPPET_MAX_CHARS))
+        for title, snippet in texts
+    ]
+    flags = instruction_flags([text.text for pair in cleaned for text in pair])
+    return [
+        _Cleaned(title, snippet, flags[2 * index] or flags[2 * index + 1])
+        for index, (title, snippet) in enumerate(cleaned)
+    ]
 
 
 class _CallUrls:
@@ -549,8 +559,8 @@ class SearchPipeline:
         results = []
         # Only the returned results pass the boundary: cleaning is most of a call's CPU,
         # and what is cut by max_results is never shown.
-        for result in ranked:
-            cleaned = _cleaned(result.title, result.snippet)
+        every_cleaned = _all_cleaned([(result.title, result.snippet) for result in ranked])
+        for result, cleaned in zip(ranked, every_cleaned, strict=True):
             for code, happened in (
                 (NoticeCode.TITLE_SHORTENED, cleaned.title.truncated),
                 (NoticeCode.SNIPPET_SHORTENED, cleaned.snippet.truncated),
