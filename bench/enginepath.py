@@ -197,9 +197,8 @@ def _pure_stages(repeat: int) -> list[tuple[str, float]]:
     def urls() -> object:
         if call_urls is None:  # older tree: every hit read after the last answer
             return [normalize_result_url(hit.url) for hit in hits]
-        read = call_urls()
-        read.read(hits)
-        return read
+        read = call_urls()  # one call's memo: a URL several engines returned is read once
+        return [read.of(hit.url) for hit in hits]
 
     candidates = []
     for engine, engine_hits in answers:

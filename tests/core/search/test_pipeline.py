@@ -69,11 +69,16 @@ async def test_a_timed_out_follower_records_the_time_it_waited() -> None:
     assert metrics.engine_errors[(driver.id, "timeout")] == 1
 
 
-@pytest.mark.req("REQ-RANK-002", "REQ-RANK-003")
-def test_a_call_reads_each_raw_url_once_and_answers_as_the_reading_does(
+@pytest.mark.req("REQ-RANK-002", "REQ-RANK-003", "REQ-CTX-006")
+def test_answers_taken_in_as_they_arrive_give_the_candidates_of_taking_them_at_the_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """REQ-RANK-002: a URL two engines returned is read once; the answer is the reading's."""
+    """REQ-RANK-002: a URL two engines returned is read once; candidates keep preference order.
+
+    The pipeline takes each answer in as it arrives; the candidates come out in
+    the order of the answers asked for, whatever the arrival order, and the
+    dropped URL is counted once.
+    """
     read: list[str] = []
 
     def counting(raw: str) -> ResultUrl | UrlRejection:
@@ -82,10 +87,19 @@ def test_a_call_reads_each_raw_url_once_and_answers_as_the_reading_does(
 
     monkeypatch.setattr(aggregate, "normalize_result_url", counting)
     shared, refused = "https://A.example/x?utm_source=a&k=1", "javascript:alert(1)"
-    urls = aggregate._CallUrls()
-    urls.read([RawHit(1, shared, "one"), RawHit(2, refused, "two")])
-    urls.read([RawHit(1, shared, "again")])  # a second engine's answer
-    assert urls.of(shared) == ResultUrl("https://a.example/x?k=1", "https://a.example/x?k=1")
-    assert urls.of(refused) is UrlRejection.NOT_HTTP
-    assert urls.of("https://b.example/") == ResultUrl("https://b.example/", "https://b.example/")
-    assert read == [shared, refused, "https://b.example/"]
+    first = aggregate.EngineAnswer("first", (RawHit(1, shared, "one"), RawHit(2, refused, "two")))
+    second = aggregate.EngineAnswer("second", (RawHit(1, shared, "again", date="2024-01-02"),))
+    intake = aggregate._Intake(drop_flagged=False)
+    intake.take(second)  # arrived first
+    intake.take(first)
+    intake.take(second)  # taken once only
+    candidates = intake.candidates([first, second])
+    assert [(c.engine, c.rank, c.url, c.key, c.title, c.date) for c in candidates] == [
+        ("first", 1, "https://a.example/x?k=1", "https://a.example/x?k=1", "one", None),
+        ("second", 1, "https://a.example/x?k=1", "https://a.example/x?k=1", "again", "2024-01-02"),
+    ]
+    assert intake.tally.counts == {aggregate.NoticeCode.URL_DROPPED: 1}
+    assert read == [shared, refused]
+    assert intake.urls.of("https://b.example/") == ResultUrl(
+        "https://b.example/", "https://b.example/"
+    )

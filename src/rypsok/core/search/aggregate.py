@@ -145,10 +145,8 @@ def _all_cleaned(texts: Sequence[tuple[str, str]]) -> list[_Cleaned]:
 class _CallUrls:
     """The normalized URLs of one call's hits, each raw URL read once.
 
-    `normalize_result_url` is pure, so reading a URL as its engine's answer
-    arrives, while slower engines are still awaited, and looking it up when
-    the results are fused gives the same candidates as reading it then; a URL
-    several engines returned is read once. Kept for one call only.
+    `normalize_result_url` is pure: a URL several engines returned is read
+    once, with the same answer. Kept for one call only.
     """
 
     def __init__(self) -> None:
@@ -160,16 +158,63 @@ class _CallUrls:
             url = self._read[raw] = normalize_result_url(raw)
         return url
 
-    def read(self, hits: Sequence[RawHit]) -> None:
-        for hit in hits:
-            self.of(hit.url)
-
 
 @dataclass
 class _Tally:
     """What the boundary changed in the results that are returned (CLR-11)."""
 
     counts: Counter[NoticeCode] = field(default_factory=Counter)
+
+
+class _Intake:
+    """One call's usable hits as fusion candidates, each answer taken in as it arrives.
+
+    Reading an answer's URLs and building its candidates depends on that answer
+    alone, and the tally is a sum, so taking each answer in when it arrives,
+    while slower engines are awaited, then joining the candidates in preference
+    order gives the candidates and counts of doing it all after the last answer.
+    Their text is still raw: only the returned results are cleaned.
+    """
+
+    def __init__(self, drop_flagged: bool) -> None:
+        self.urls = _CallUrls()
+        self.tally = _Tally()
+        self._drop_flagged = drop_flagged
+        self._taken: dict[str, list[Candidate]] = {}
+
+    def take(self, answer: EngineAnswer) -> None:
+        if answer.engine not in self._taken:
+            self._taken[answer.engine] = self._candidates_of(answer)
+
+    def candidates(self, answers: Sequence[EngineAnswer]) -> list[Candidate]:
+        """The candidates of `answers`, in their order (taking in any not taken yet)."""
+        for answer in answers:
+            self.take(answer)
+        return [candidate for answer in answers for candidate in self._taken[answer.engine]]
+
+    def _candidates_of(self, answer: EngineAnswer) -> list[Candidate]:
+        candidates: list[Candidate] = []
+        for hit in answer.hits:
+            url = self.urls.of(hit.url)
+            if not isinstance(url, ResultUrl):
+                self.tally.counts[NoticeCode.URL_DROPPED] += 1
+                continue
+            if self._drop_flagged and _cleaned(hit.title, hit.snippet).flagged:
+                self.tally.counts[NoticeCode.INSTRUCTION_LIKE_DROPPED] += 1
+                continue
+            date = hit.date if hit.date and _ISO_DATE.match(hit.date) else None
+            candidates.append(
+                Candidate(
+                    engine=answer.engine,
+                    rank=hit.rank,
+                    url=url.url,
+                    key=url.key,
+                    title=hit.title,
+                    snippet=hit.snippet,
+                    date=date,
+                )
+            )
+        return candidates
 
 
 def _failure_notice(answer: EngineAnswer) -> Notice:
@@ -488,10 +533,12 @@ class SearchPipeline:
         caller: str,
         chosen: list[Driver],
         params: SearchParams,
-        urls: _CallUrls | None = None,
+        intake: _Intake | None = None,
     ) -> list[EngineAnswer]:
-        """Every chosen engine's answer; their URLs read into `urls` as each arrives."""
-        read = urls if urls is not None else _CallUrls()
+        """Every chosen engine's answer, each taken into `intake` as it arrives."""
+        taking = (
+            intake if intake is not None else _Intake(self._config.search.drop_instruction_like)
+        )
         search = self._config.search
         deadline = self._clock() + (search.deadline_ms - search.reserve_ms) / 1000.0
         answers: dict[str, EngineAnswer] = {}
@@ -502,8 +549,8 @@ class SearchPipeline:
                 answers[driver.id] = await self._cached_or_asked(caller, driver, params, deadline)
             if scope.cancelled_caught:
                 answers[driver.id] = self._finish(driver.id, started, failure=FailureClass.TIMEOUT)
-            # Read while the slower engines are awaited, not after the last one.
-            read.read(answers[driver.id].hits)
+            # Taken in while the slower engines are awaited, not after the last one.
+            taking.take(answers[driver.id])
 
         async with anyio.create_task_group() as group:
             for driver in chosen:
@@ -511,35 +558,6 @@ class SearchPipeline:
         return [answers[d.id] for d in chosen]  # preference order, not arrival order
 
     # -- 3. boundary, URLs, fusion --------------------------------------------------------
-
-    def _candidates(
-        self, answers: list[EngineAnswer], urls: _CallUrls, tally: _Tally
-    ) -> list[Candidate]:
-        """Every usable hit with its normalized URL; its text still raw (cleaned once ranked)."""
-        drop_flagged = self._config.search.drop_instruction_like
-        candidates: list[Candidate] = []
-        for answer in answers:
-            for hit in answer.hits:
-                url = urls.of(hit.url)
-                if not isinstance(url, ResultUrl):
-                    tally.counts[NoticeCode.URL_DROPPED] += 1
-                    continue
-                if drop_flagged and _cleaned(hit.title, hit.snippet).flagged:
-                    tally.counts[NoticeCode.INSTRUCTION_LIKE_DROPPED] += 1
-                    continue
-                date = hit.date if hit.date and _ISO_DATE.match(hit.date) else None
-                candidates.append(
-                    Candidate(
-                        engine=answer.engine,
-                        rank=hit.rank,
-                        url=url.url,
-                        key=url.key,
-                        title=hit.title,
-                        snippet=hit.snippet,
-                        date=date,
-                    )
-                )
-        return candidates
 
     def _attributed(self, result: CanonicalResult) -> list[str] | None:
         engines = [o.engine for o in result.observations]
@@ -549,13 +567,12 @@ class SearchPipeline:
     def _results(
         self,
         answers: list[EngineAnswer],
-        urls: _CallUrls,
+        intake: _Intake,
         max_results: int,
         notices: list[Notice],
     ) -> list[SearchResult]:
-        tally = _Tally()
-        candidates = self._candidates(answers, urls, tally)
-        ranked = rank_results(candidates, self._preference, max_results)
+        tally = intake.tally
+        ranked = rank_results(intake.candidates(answers), self._preference, max_results)
         results = []
         # Only the returned results pass the boundary: cleaning is most of a call's CPU,
         # and what is cut by max_results is never shown.
@@ -597,8 +614,8 @@ class SearchPipeline:
                 reason=UnavailableReason.NO_ENGINE_AVAILABLE,
                 retryable=False,
             )
-        urls = _CallUrls()
-        answers = await self._ask_all(request.caller, chosen, self._params(request), urls)
+        intake = _Intake(self._config.search.drop_instruction_like)
+        answers = await self._ask_all(request.caller, chosen, self._params(request), intake)
         failed = [a for a in answers if a.failure is not None or a.skipped]
         notices.extend(_failure_notice(a) for a in failed)
         notices.extend(
@@ -613,7 +630,7 @@ class SearchPipeline:
                 reason=UnavailableReason.NO_ENGINE_ANSWERED,
                 retryable=True,
             )
-        results = self._results(answers, urls, request.max_results, notices)
+        results = self._results(answers, intake, request.max_results, notices)
         outcome = Outcome.PARTIAL if failed else Outcome.OK if results else Outcome.EMPTY
         return contract.WebSearchOutput(outcome=outcome, notices=notices, results=results)
 
