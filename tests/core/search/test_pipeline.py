@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from bench.drivers import bench_drivers
+from bench.payloads import bench_body
 
 from rypsok.core.engines.base import (
     Category,
@@ -103,3 +105,48 @@ def test_answers_taken_in_as_they_arrive_give_the_candidates_of_taking_them_at_t
     assert intake.urls.of("https://b.example/") == ResultUrl(
         "https://b.example/", "https://b.example/"
     )
+
+
+class _Recording:
+    """Answers every bench engine at once with its bench answer; records the order of sending."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    async def engine_get(
+        self,
+        request: EngineRequest,
+        *,
+        explicit_endpoint: bool,
+        max_body_bytes: int,
+        connect_timeout_ms: int,
+        total_timeout_ms: int,
+    ) -> EngineResponse:
+        self.sent.append(request.url.rsplit("/", 1)[-1])
+        body = bench_body(int(self.sent[-1]))
+        return EngineResponse(200, {"content-type": "application/json"}, body)
+
+
+@pytest.mark.req("REQ-PERF-004", "REQ-AGG-001", "REQ-STATUS-001")
+async def test_the_engine_slowest_lately_is_asked_first_and_the_answer_does_not_change() -> None:
+    """REQ-PERF-004: requests go out slowest-first by recent median; output stays the same.
+
+    Without a history the order is the preference order; with one, the engine
+    whose recent requests took longest is sent first, ties in preference order.
+    """
+    request = SearchRequest(
+        query="tides", category=Category.GENERAL, max_results=10, language=None, time_range=None
+    )
+    fresh, recorded = _Recording(), _Recording()
+    history = Metrics()
+    for engine, elapsed_ms in (("bench0", 5.0), ("bench1", 300.0), ("bench2", 50.0)):
+        history.engine_finished(engine, elapsed_ms, None)
+    outputs = []
+    for transport, metrics in ((fresh, Metrics()), (recorded, history)):
+        drivers = bench_drivers("http://127.0.0.1:1", 4)
+        pipeline = SearchPipeline(drivers, transport, config_from({}), metrics)
+        outputs.append((await pipeline.search(request, [])).wire())
+    assert fresh.sent == ["0", "1", "2", "3"]
+    assert recorded.sent == ["1", "2", "0", "3"]  # bench3 has no history: last, as 0 ms
+    assert outputs[0] == outputs[1]
+    assert len(outputs[0]["results"]) == 10
