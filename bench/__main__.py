@@ -1,6 +1,7 @@
 """`python -m bench [NAME ...] [--quick] [--json PATH]`: run benchmarks, print tables.
 
-NAME is one of: overhead, throughput, coldstart, profile, fetch, http, cache, extraction, e2e.
+NAME is one of: overhead, throughput, coldstart, profile, fetch, http, cache, extraction, e2e,
+enginepath.
 Without a name all of them run in that order (`make bench`, about three to four minutes).
 """
 
@@ -28,6 +29,7 @@ BENCHMARKS = (
     "cache",
     "extraction",
     "e2e",
+    "enginepath",
 )
 
 

@@ -366,3 +366,51 @@ def test_removal_is_idempotent(text: str) -> None:
     """REQ-SEC-015, REQ-TEST-013: removing from the output removes nothing more."""
     cleaned = kept(text)
     assert remove_invisible(cleaned) == (cleaned, 0)
+
+
+# --- the split passes remove what the one-pass reading removes (performance §16) ---------------
+
+
+def _one_pass(text: str) -> tuple[str, int]:
+    """remove_invisible as one pass of each pattern, before it was split at the BMP."""
+    visible, removed = invisible._ALWAYS_REMOVED.subn("", text)
+    visible, selectors = invisible._filter_runs(
+        visible, invisible._SELECTOR_RUN, invisible._keep_selector
+    )
+    visible, joiners = invisible._filter_runs(
+        visible, invisible._JOINER_RUN, invisible._keep_joiner
+    )
+    return visible, removed + selectors + joiners
+
+
+# Every class of character the passes distinguish, on both sides of U+FFFF.
+_MIXED = st.text(
+    st.sampled_from(
+        "ab क्ष م😀\U0001f3fb✌#\u00ad\u200b\u2060\ufeff\x00\x7f\ud800\ufdd0\ufffe"
+        "\u180b\u180f\ufe0e\ufe0f\U000e0100\U000e01ef\U000e0001\U000e007f\U0001d173\U0010fffe"
+        "\u200c\u200d\u4e00\u1820"
+    ),
+    max_size=24,
+)
+
+
+@pytest.mark.req("REQ-SEC-015")
+@settings(max_examples=2000, deadline=None)
+@given(_MIXED)
+def test_the_split_passes_remove_exactly_what_one_pass_removes(text: str) -> None:
+    """REQ-SEC-015: splitting the classes at the BMP (for speed) changes no output or count."""
+    assert remove_invisible(text) == _one_pass(text)
+
+
+@pytest.mark.req("REQ-SEC-015")
+def test_the_split_classes_partition_the_removed_set() -> None:
+    """REQ-SEC-015: every removed code point is in exactly one half, and nothing else is."""
+    removed = {cp for low, high in invisible.always_removed_ranges() for cp in range(low, high + 1)}
+    bmp = {cp for low, high in invisible._BMP_REMOVED_RANGES for cp in range(low, high + 1)}
+    astral = {cp for low, high in invisible._ASTRAL_REMOVED_RANGES for cp in range(low, high + 1)}
+    assert bmp | astral == removed
+    assert max(bmp) <= 0xFFFF < min(astral)
+    assert invisible._split_at_bmp([(0xFFF0, 0x10005)]) == (
+        [(0xFFF0, 0xFFFF)],
+        [(0x10000, 0x10005)],
+    )

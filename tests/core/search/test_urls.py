@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rypsok.core import limits
+from rypsok.core.search import urls
 from rypsok.core.search.urls import (
     TRACKING_PARAMETER_PREFIXES,
     TRACKING_PARAMETERS,
@@ -551,3 +552,50 @@ def test_property_escape_spelling_never_splits_a_key(anything: str, unreserved: 
     assert key(f"https://a.example/{unreserved}?{unreserved}") == key(
         f"https://a.example/{escaped}?{escaped}"
     )
+
+
+# --- fast paths give the full reading's answer (performance §16) ------------------------------
+
+_HOST_PIECES = st.sampled_from(
+    ["a", "z", "site0", "example", "org", "0", "9", "0x7f", "_", "-", "xn--", "xn--bcher-kva",
+     "A", "É", "%41", "%", ".", "..", "1", "255", "ａ", "a" * 63, "b" * 64]
+)  # fmt: skip
+
+
+@pytest.mark.req("REQ-RANK-003")
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_HOST_PIECES, min_size=1, max_size=8).map("".join))
+def test_the_plain_host_fast_path_agrees_with_the_full_reading(host: str) -> None:
+    """REQ-RANK-003: a host the fast path takes is one the full reading returns unchanged."""
+    assert urls._domain_or_ipv4_host(host) == urls._read_host(host)
+
+
+@pytest.mark.req("REQ-RANK-003")
+@pytest.mark.parametrize("length", [252, 253, 254])
+def test_the_plain_host_fast_path_keeps_the_name_bound(length: int) -> None:
+    """REQ-RANK-003: the 253-octet bound holds on the fast path, with and without a root dot."""
+    host = ("a" * 62 + ".") * 4
+    host = host[: length - 1].rstrip(".") + "z"
+    for candidate in (host, host + "."):
+        assert urls._domain_or_ipv4_host(candidate) == urls._read_host(candidate)
+    assert (urls._domain_or_ipv4_host(host) is None) == (len(host) > 253)
+
+
+@pytest.mark.req("REQ-RANK-002", "REQ-RANK-003")
+@pytest.mark.parametrize(
+    ("raw", "url", "key"),
+    [
+        ("https://a.example/p%7e%41?q=%7a&b=%2f", "https://a.example/p%7e%41?q=%7a&b=%2f",
+         "https://a.example/p~A?q=z&b=%2F"),
+        ("https://a.example/plain?x=1", "https://a.example/plain?x=1",
+         "https://a.example/plain?x=1"),
+        ("https://a.example/\tp\na\rth?q=1", "https://a.example/path?q=1",
+         "https://a.example/path?q=1"),
+        ("https://A.Example:443", "https://a.example:443", "https://a.example/"),
+    ],
+)  # fmt: skip
+def test_the_steps_skipped_on_text_without_their_characters_still_apply_with_them(
+    raw: str, url: str, key: str
+) -> None:
+    """REQ-RANK-002, REQ-RANK-003: escapes and tab/newline removal where present, else nothing."""
+    assert normalize_result_url(raw) == ResultUrl(url=url, key=key)

@@ -3,6 +3,7 @@
     ranges   the refused IPv4/IPv6 ranges and `judge_address`
     policy   operator rules and the engine and agent-directed profiles
     backend  connect-time enforcement under the connection pools
+    origin   engine requests to one origin: HTTP/1.1 over guarded, kept-alive connections
     errors   the fixed vocabulary of egress failures
     messages the neutral request and response types egress takes and gives
     client   `EgressClient`: engine_get and agent_get

@@ -1,8 +1,8 @@
 """The one client for every outbound request (REQ-SEC-005).
 
-`EgressClient` is created once per process and holds three connection pools,
-one per connect-time judgement, so that a kept-alive connection opened under
-one judgement is never reused under another:
+`EgressClient` is created once per process and holds its connection pools by
+connect-time judgement, so that a kept-alive connection opened under one
+judgement is never reused under another:
 
     engine       configured default endpoints: HTTPS, refused ranges refused
     explicit     endpoints the operator configured: http and private allowed
@@ -29,6 +29,12 @@ Every request:
   httpx2 inflates in pieces of at most 1 MiB, so a compression bomb costs at
   most the bound plus one piece.
 
+Engine requests without a proxy go through one `EngineOrigin` per origin and
+judgement (`origin.py`: h11 over the guarded backend, the same request bytes
+and the same bounded decoders as httpx2, without httpx2's request and response
+objects or httpcore2's pool); agent-directed and proxied engine requests go
+through httpx2's transport interface over an httpcore2 pool (`_get`).
+
 Failures leave as `EgressError` (`errors.py`) and nothing else; their text is
 a fixed kind, never a host, URL or response text. Egress is a leaf: it
 imports nothing of engines or fetching, and callers translate its neutral
@@ -46,8 +52,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from ipaddress import ip_address
 from types import MappingProxyType
 from typing import Final
+from urllib.parse import urlencode
 
 import anyio
+import h11
 import httpcore2
 import httpx2
 
@@ -72,6 +80,7 @@ from rypsok.core.egress.messages import (
     OutboundRequest,
     OutboundResponse,
 )
+from rypsok.core.egress.origin import EngineOrigin, RawHeaders
 from rypsok.core.egress.policy import (
     DEFAULT_PORTS,
     NO_RULES,
@@ -156,6 +165,7 @@ _FAILURES: Final = (
     httpcore2.ProtocolError,
     httpcore2.ProxyError,
     httpcore2.UnsupportedProtocol,
+    h11.ProtocolError,
     ssl.SSLError,
     OSError,
 )
@@ -232,15 +242,28 @@ class EgressClient:
                 )
             )
 
-        def engine_pool(explicit_endpoint: bool) -> PoolTransport:
+        def engine_pool(explicit_endpoint: bool, url: httpx2.URL) -> PoolTransport | EngineOrigin:
             policy = self._engine_profile.address_policy(explicit_endpoint=explicit_endpoint)
-            return pool(policy, ENGINE_POOL_CONNECTIONS, proxied=self._proxied)
+            if self._proxied:
+                return pool(policy, ENGINE_POOL_CONNECTIONS, proxied=True)
+            # Without a proxy, the lean path: h11 over the same guarded backend.
+            return EngineOrigin(
+                scheme=url.scheme,
+                host=url.raw_host.decode("ascii"),
+                port=url.port if url.port is not None else DEFAULT_PORTS[url.scheme],
+                backend=GuardedBackend(policy, resolver=resolver),
+                ssl_context=context,
+                max_connections=ENGINE_POOL_CONNECTIONS,
+                keepalive_expiry_s=KEEPALIVE_EXPIRY_S,
+            )
 
         # One pool per engine origin: httpcore2 checks every idle connection of a
         # pool on each request, so a shared pool made every search pay for the
         # idle connections of all engines (17% of a call's CPU, performance §10).
         self._new_engine_pool = engine_pool
-        self._engine_pools: dict[tuple[bool, str, str, int | None], PoolTransport] = {}
+        self._engine_pools: dict[
+            tuple[bool, str, str, int | None], PoolTransport | EngineOrigin
+        ] = {}
         self._agent = pool(
             self._agent_profile.address_policy(), AGENT_POOL_CONNECTIONS, proxied=False
         )
@@ -273,8 +296,19 @@ class EgressClient:
             for name, value in request.headers:
                 if name.lower() not in OWNED_HEADERS:
                     headers[name.lower()] = value
+            pool = self._engine_pool(url, explicit_endpoint)
+            if isinstance(pool, EngineOrigin):
+                return await _origin_get(
+                    pool,
+                    url,
+                    request,
+                    headers,
+                    max_body_bytes=max_body_bytes,
+                    connect_timeout_ms=connect_timeout_ms,
+                    total_timeout_ms=total_timeout_ms,
+                )
             status, response_headers, body = await _get(
-                self._engine_pool(url, explicit_endpoint),
+                pool,
                 url,
                 params=request.params,
                 headers=headers,
@@ -366,19 +400,106 @@ class EgressClient:
             raise EgressDenied("egress")
         return url
 
-    def _engine_pool(self, url: httpx2.URL, explicit_endpoint: bool) -> PoolTransport:
+    def _engine_pool(
+        self, url: httpx2.URL, explicit_endpoint: bool
+    ) -> PoolTransport | EngineOrigin:
         """The pool of this engine origin under this judgement, made on first use."""
         key = (explicit_endpoint, url.scheme, url.host, url.port)
         transport = self._engine_pools.get(key)
         if transport is None:
             if len(self._engine_pools) >= MAX_ENGINE_POOLS:
                 raise EgressDenied("egress")  # engine origins are a fixed, configured few
-            transport = self._engine_pools[key] = self._new_engine_pool(explicit_endpoint)
+            transport = self._engine_pools[key] = self._new_engine_pool(explicit_endpoint, url)
         return transport
 
     async def aclose(self) -> None:
         for transport in (*self._engine_pools.values(), self._agent):
             await transport.aclose()
+
+
+async def _origin_get(
+    origin: EngineOrigin,
+    url: httpx2.URL,
+    request: OutboundRequest,
+    headers: dict[str, str],
+    *,
+    max_body_bytes: int,
+    connect_timeout_ms: int,
+    total_timeout_ms: int,
+) -> OutboundResponse:
+    """One engine request on the lean path: the bytes httpx2 sent, its reading of the answer."""
+    total_s = total_timeout_ms / 1000
+    with map_transport_errors(), anyio.fail_after(total_s):
+        status, raw_headers, body = await origin.request(
+            request.method.encode("ascii"),
+            request_target(url, request.params),
+            wire_headers(url, headers, method=request.method, body=request.body),
+            request.body,
+            max_body_bytes=max_body_bytes,
+            connect_timeout_s=min(connect_timeout_ms, total_timeout_ms) / 1000,
+        )
+        return OutboundResponse(status=status, headers=joined_headers(raw_headers), body=body)
+
+
+def request_target(url: httpx2.URL, params: Sequence[tuple[str, str]]) -> bytes:
+    """Path and query as httpx2's `Request(url, params=...)` writes them.
+
+    httpx2 replaces the endpoint's own query with the parameters (grouping
+    repeated names at their first place) and encodes them with `urlencode`,
+    whose output its URL quoting leaves as it is.
+    """
+    if not params:
+        return url.raw_path
+    grouped: dict[str, list[str]] = {}
+    for name, value in params:
+        grouped.setdefault(name, []).append(value)
+    query = urlencode([(name, value) for name, values in grouped.items() for value in values])
+    return url.raw_path.partition(b"?")[0] + b"?" + query.encode("ascii")
+
+
+def wire_headers(
+    url: httpx2.URL, headers: Mapping[str, str], *, method: str, body: bytes
+) -> RawHeaders:
+    """The header fields httpx2 sent: Host first, the given ones in order, then Content-Length."""
+    wire: RawHeaders = [(b"Host", url.netloc)]
+    if not body and method in ("POST", "PUT", "PATCH"):
+        wire.append((b"Content-Length", b"0"))
+    try:
+        wire += [(name.encode("ascii"), value.encode("ascii")) for name, value in headers.items()]
+    except UnicodeEncodeError:
+        raise EgressRequestFailed() from None  # a header httpx2 could not have sent either
+    if body:
+        wire.append((b"Content-Length", str(len(body)).encode("ascii")))
+    return wire
+
+
+def joined_headers(raw: RawHeaders) -> MappingProxyType[str, str]:
+    """Lower-case names, repeated fields joined by ", ", decoded as httpx2 decodes them.
+
+    One encoding for all fields: ASCII if every field is, else UTF-8 if every
+    field is, else ISO-8859-1.
+    """
+    encoding = next(
+        (
+            candidate
+            for candidate in ("ascii", "utf-8")
+            if all(_decodes(name, candidate) and _decodes(value, candidate) for name, value in raw)
+        ),
+        "iso-8859-1",
+    )
+    joined: dict[str, str] = {}
+    for raw_name, raw_value in raw:
+        name, value = raw_name.lower().decode(encoding), raw_value.decode(encoding)
+        joined[name] = f"{joined[name]}, {value}" if name in joined else value
+    return MappingProxyType(joined)
+
+
+def _decodes(data: bytes, encoding: str) -> bool:
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 async def _get(

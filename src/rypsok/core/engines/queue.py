@@ -130,7 +130,9 @@ class EngineQueue:
         So when no LIM-C1 slot is at hand, the engine slot goes back, the
         request waits for a LIM-C1 slot, and then for the engine's again.
         """
-        await self._within(deadline, lambda: self._engine_slots.acquire(caller))
+        # Both slots free, the usual case: taken without a cancel scope per wait.
+        if not self._engine_slots.try_acquire(caller):
+            await self._within(deadline, lambda: self._engine_slots.acquire(caller))
         if self._try_process_slot(caller):
             return
         self._engine_slots.release(caller)
@@ -165,7 +167,9 @@ class EngineQueue:
         await self._take_slots(caller, deadline)
         try:
             start = await self._reserve(deadline)
-            await anyio.sleep(max(0.0, start - self._clock()))
+            wait_s = start - self._clock()
+            if wait_s > 0:  # a turn due now is sent at once, without a pass of the loop
+                await anyio.sleep(wait_s)
             yield
         finally:
             self._give_process_slot(caller)

@@ -32,7 +32,7 @@ from typing import Protocol
 import anyio
 
 from rypsok.core import contract, limits, logs
-from rypsok.core.boundary.instructions import looks_like_instruction
+from rypsok.core.boundary.instructions import instruction_flags
 from rypsok.core.boundary.text import CleanText, clean_text
 from rypsok.core.cache.entries import AnswerCache, EntryScope, cached_notice
 from rypsok.core.callers import FairSlots
@@ -63,7 +63,7 @@ from rypsok.core.engines.queue import EngineQueue, NotSent, WhyNotSent
 from rypsok.core.health import CircuitBreaker, CircuitEvent
 from rypsok.core.metrics import Metrics
 from rypsok.core.search.rank import Candidate, CanonicalResult, rank_results
-from rypsok.core.search.urls import ResultUrl, normalize_result_url
+from rypsok.core.search.urls import ResultUrl, UrlRejection, normalize_result_url
 
 log = logging.getLogger("rypsok.search")
 
@@ -126,10 +126,37 @@ class _Cleaned:
 
 def _cleaned(title: str, snippet: str) -> _Cleaned:
     """Title and snippet through the content boundary (REQ-CTX-004), checked for instructions."""
-    clean_title = clean_text(title, limits.TITLE_MAX_CHARS)
-    clean_snippet = clean_text(snippet, limits.SNIPPET_MAX_CHARS)
-    flagged = looks_like_instruction(clean_title.text) or looks_like_instruction(clean_snippet.text)
-    return _Cleaned(clean_title, clean_snippet, flagged)
+    return _all_cleaned([(title, snippet)])[0]
+
+
+def _all_cleaned(texts: Sequence[tuple[str, str]]) -> list[_Cleaned]:
+    """`_cleaned` of each (title, snippet), the instruction check batched over all of them."""
+    cleaned = [
+        (clean_text(title, limits.TITLE_MAX_CHARS), clean_text(snippet, limits.SNIPPET_MAX_CHARS))
+        for title, snippet in texts
+    ]
+    flags = instruction_flags([text.text for pair in cleaned for text in pair])
+    return [
+        _Cleaned(title, snippet, flags[2 * index] or flags[2 * index + 1])
+        for index, (title, snippet) in enumerate(cleaned)
+    ]
+
+
+class _CallUrls:
+    """The normalized URLs of one call's hits, each raw URL read once.
+
+    `normalize_result_url` is pure: a URL several engines returned is read
+    once, with the same answer. Kept for one call only.
+    """
+
+    def __init__(self) -> None:
+        self._read: dict[str, ResultUrl | UrlRejection] = {}
+
+    def of(self, raw: str) -> ResultUrl | UrlRejection:
+        url = self._read.get(raw)
+        if url is None:
+            url = self._read[raw] = normalize_result_url(raw)
+        return url
 
 
 @dataclass
@@ -137,6 +164,57 @@ class _Tally:
     """What the boundary changed in the results that are returned (CLR-11)."""
 
     counts: Counter[NoticeCode] = field(default_factory=Counter)
+
+
+class _Intake:
+    """One call's usable hits as fusion candidates, each answer taken in as it arrives.
+
+    Reading an answer's URLs and building its candidates depends on that answer
+    alone, and the tally is a sum, so taking each answer in when it arrives,
+    while slower engines are awaited, then joining the candidates in preference
+    order gives the candidates and counts of doing it all after the last answer.
+    Their text is still raw: only the returned results are cleaned.
+    """
+
+    def __init__(self, drop_flagged: bool) -> None:
+        self.urls = _CallUrls()
+        self.tally = _Tally()
+        self._drop_flagged = drop_flagged
+        self._taken: dict[str, list[Candidate]] = {}
+
+    def take(self, answer: EngineAnswer) -> None:
+        if answer.engine not in self._taken:
+            self._taken[answer.engine] = self._candidates_of(answer)
+
+    def candidates(self, answers: Sequence[EngineAnswer]) -> list[Candidate]:
+        """The candidates of `answers`, in their order (taking in any not taken yet)."""
+        for answer in answers:
+            self.take(answer)
+        return [candidate for answer in answers for candidate in self._taken[answer.engine]]
+
+    def _candidates_of(self, answer: EngineAnswer) -> list[Candidate]:
+        candidates: list[Candidate] = []
+        for hit in answer.hits:
+            url = self.urls.of(hit.url)
+            if not isinstance(url, ResultUrl):
+                self.tally.counts[NoticeCode.URL_DROPPED] += 1
+                continue
+            if self._drop_flagged and _cleaned(hit.title, hit.snippet).flagged:
+                self.tally.counts[NoticeCode.INSTRUCTION_LIKE_DROPPED] += 1
+                continue
+            date = hit.date if hit.date and _ISO_DATE.match(hit.date) else None
+            candidates.append(
+                Candidate(
+                    engine=answer.engine,
+                    rank=hit.rank,
+                    url=url.url,
+                    key=url.key,
+                    title=hit.title,
+                    snippet=hit.snippet,
+                    date=date,
+                )
+            )
+        return candidates
 
 
 def _failure_notice(answer: EngineAnswer) -> Notice:
@@ -451,8 +529,16 @@ class SearchPipeline:
         return answer
 
     async def _ask_all(
-        self, caller: str, chosen: list[Driver], params: SearchParams
+        self,
+        caller: str,
+        chosen: list[Driver],
+        params: SearchParams,
+        intake: _Intake | None = None,
     ) -> list[EngineAnswer]:
+        """Every chosen engine's answer, each taken into `intake` as it arrives."""
+        taking = (
+            intake if intake is not None else _Intake(self._config.search.drop_instruction_like)
+        )
         search = self._config.search
         deadline = self._clock() + (search.deadline_ms - search.reserve_ms) / 1000.0
         answers: dict[str, EngineAnswer] = {}
@@ -463,40 +549,28 @@ class SearchPipeline:
                 answers[driver.id] = await self._cached_or_asked(caller, driver, params, deadline)
             if scope.cancelled_caught:
                 answers[driver.id] = self._finish(driver.id, started, failure=FailureClass.TIMEOUT)
+            # Taken in while the slower engines are awaited, not after the last one.
+            taking.take(answers[driver.id])
 
         async with anyio.create_task_group() as group:
-            for driver in chosen:
+            for driver in self._slowest_first(chosen):
                 group.start_soon(ask, driver)
         return [answers[d.id] for d in chosen]  # preference order, not arrival order
 
-    # -- 3. boundary, URLs, fusion --------------------------------------------------------
+    def _slowest_first(self, chosen: list[Driver]) -> list[Driver]:
+        """The engines in the order their requests go out: the slowest lately first.
 
-    def _candidates(self, answers: list[EngineAnswer], tally: _Tally) -> list[Candidate]:
-        """Every usable hit with its normalized URL; its text still raw (cleaned once ranked)."""
-        drop_flagged = self._config.search.drop_instruction_like
-        candidates: list[Candidate] = []
-        for answer in answers:
-            for hit in answer.hits:
-                url = normalize_result_url(hit.url)
-                if not isinstance(url, ResultUrl):
-                    tally.counts[NoticeCode.URL_DROPPED] += 1
-                    continue
-                if drop_flagged and _cleaned(hit.title, hit.snippet).flagged:
-                    tally.counts[NoticeCode.INSTRUCTION_LIKE_DROPPED] += 1
-                    continue
-                date = hit.date if hit.date and _ISO_DATE.match(hit.date) else None
-                candidates.append(
-                    Candidate(
-                        engine=answer.engine,
-                        rank=hit.rank,
-                        url=url.url,
-                        key=url.key,
-                        title=hit.title,
-                        snippet=hit.snippet,
-                        date=date,
-                    )
-                )
-        return candidates
+        Each request is sent before the next task runs, so the last one leaves
+        about a millisecond after the first (performance §16). Sending first to
+        the engine expected to answer last hides the others' sending under its
+        wait. By the median of its recent requests (REQ-STATUS-001); ties, and
+        engines without one, keep the preference order. The answers are read
+        in preference order whatever the order of sending.
+        """
+        expected = {d.id: self._metrics.median_engine_latency_ms(d.id) or 0 for d in chosen}
+        return sorted(chosen, key=lambda driver: -expected[driver.id])
+
+    # -- 3. boundary, URLs, fusion --------------------------------------------------------
 
     def _attributed(self, result: CanonicalResult) -> list[str] | None:
         engines = [o.engine for o in result.observations]
@@ -504,15 +578,19 @@ class SearchPipeline:
         return engines if self._config.search.attribution or required else None
 
     def _results(
-        self, answers: list[EngineAnswer], max_results: int, notices: list[Notice]
+        self,
+        answers: list[EngineAnswer],
+        intake: _Intake,
+        max_results: int,
+        notices: list[Notice],
     ) -> list[SearchResult]:
-        tally = _Tally()
-        ranked = rank_results(self._candidates(answers, tally), self._preference, max_results)
+        tally = intake.tally
+        ranked = rank_results(intake.candidates(answers), self._preference, max_results)
         results = []
         # Only the returned results pass the boundary: cleaning is most of a call's CPU,
         # and what is cut by max_results is never shown.
-        for result in ranked:
-            cleaned = _cleaned(result.title, result.snippet)
+        every_cleaned = _all_cleaned([(result.title, result.snippet) for result in ranked])
+        for result, cleaned in zip(ranked, every_cleaned, strict=True):
             for code, happened in (
                 (NoticeCode.TITLE_SHORTENED, cleaned.title.truncated),
                 (NoticeCode.SNIPPET_SHORTENED, cleaned.snippet.truncated),
@@ -549,7 +627,8 @@ class SearchPipeline:
                 reason=UnavailableReason.NO_ENGINE_AVAILABLE,
                 retryable=False,
             )
-        answers = await self._ask_all(request.caller, chosen, self._params(request))
+        intake = _Intake(self._config.search.drop_instruction_like)
+        answers = await self._ask_all(request.caller, chosen, self._params(request), intake)
         failed = [a for a in answers if a.failure is not None or a.skipped]
         notices.extend(_failure_notice(a) for a in failed)
         notices.extend(
@@ -564,7 +643,7 @@ class SearchPipeline:
                 reason=UnavailableReason.NO_ENGINE_ANSWERED,
                 retryable=True,
             )
-        results = self._results(answers, request.max_results, notices)
+        results = self._results(answers, intake, request.max_results, notices)
         outcome = Outcome.PARTIAL if failed else Outcome.OK if results else Outcome.EMPTY
         return contract.WebSearchOutput(outcome=outcome, notices=notices, results=results)
 

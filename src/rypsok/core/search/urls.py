@@ -169,6 +169,13 @@ _C0_OR_SPACE: Final = "".join(map(chr, range(0x21)))
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _HOST_LABEL = re.compile(rf"[a-z0-9_-]{{1,{_LABEL_MAX_OCTETS}}}")
 _IPV6_TEXT = re.compile(r"[0-9A-Fa-f:.]+")
+# A host the full reading returns unchanged (`_domain_or_ipv4_host`): labels of
+# lower-case ASCII letters, digits, `-` and `_`, the last starting with a letter,
+# an optional root dot, at most 253 octets without it. "xn--" is excluded apart.
+_PLAIN_NAME = re.compile(
+    rf"(?=.{{1,{_NAME_MAX_OCTETS}}}\.?\Z)"
+    rf"(?:[a-z0-9_-]{{1,{_LABEL_MAX_OCTETS}}}\.)*[a-z][a-z0-9_-]{{0,{_LABEL_MAX_OCTETS - 1}}}\.?"
+)
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _IPV4_DIGITS: Final = {
@@ -194,7 +201,9 @@ def normalize_result_url(raw: str) -> ResultUrl | UrlRejection:
     """Return the URL to show and the key to merge on, or why to drop the result."""
     if len(raw) > _INPUT_MAX_CHARS:
         return UrlRejection.TOO_LONG
-    text = _SURROGATE.sub("\ufffd", raw).strip(_C0_OR_SPACE).translate(_TAB_OR_NEWLINE)
+    text = _SURROGATE.sub("\ufffd", raw).strip(_C0_OR_SPACE)
+    if "\t" in text or "\n" in text or "\r" in text:  # translate costs more than the test
+        text = text.translate(_TAB_OR_NEWLINE)
 
     scheme_match = _SCHEME.match(text)
     if scheme_match is None:
@@ -294,6 +303,16 @@ def _parse_port(port_text: str) -> int | UrlRejection | None:
 
 
 def _domain_or_ipv4_host(host_text: str) -> str | None:
+    if _PLAIN_NAME.fullmatch(host_text) and "xn--" not in host_text:
+        # Lower-case ASCII labels ending in a letter: percent-decoding and UTS #46
+        # leave them as they are, they cannot be an IPv4 address, and each is a
+        # valid label, so the reading below would return them unchanged.
+        return host_text
+    return _read_host(host_text)
+
+
+def _read_host(host_text: str) -> str | None:
+    """Percent-decode, map by UTS #46, then an IPv4 address or a name of valid labels."""
     try:
         decoded = unquote_to_bytes(host_text).decode("utf-8")
         mapped = idna.uts46_remap(decoded, std3_rules=False)
@@ -441,6 +460,8 @@ def _is_tracking(parameter: str) -> bool:
 
 
 def _normalize_escapes(component: str) -> str:
+    if "%" not in component:
+        return component
     return _ESCAPE.sub(_normalize_escape, component)
 
 
