@@ -138,7 +138,7 @@ from rypsok.core.fetch.css_visibility.prechecks import (
     _cached_colour,
     _cached_could_hide,
 )
-from rypsok.core.fetch.css_visibility.properties import _cached_block
+from rypsok.core.fetch.css_visibility.properties import _cached_block, _piece_declarations
 from rypsok.core.fetch.css_visibility.sheets import _cached_sketch, _cached_split, _selector_words
 from rypsok.core.fetch.parse import Element
 
@@ -179,6 +179,7 @@ def clear_caches() -> None:
         _cached_could_hide,
         _cached_sketch,
         _cached_block,
+        _piece_declarations,
         _cached_selectors,
         _selector_words,
         _cached_media_matches,

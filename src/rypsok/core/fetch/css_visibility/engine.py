@@ -140,13 +140,14 @@ class _Engine:
             if not _inside(element, "template"):
                 _remove_keeping_tail(element)
         self.glyph_rules = any(_GLYPH_TAG in css for css in sheets)
-        if any("@import" in css.lower() for css in sheets):
+        if any(_names_import(css) for css in sheets):
             self.external = True  # an imported sheet is not fetched either: colours unknown
         for css in sheets:
-            encoded = css.encode("utf-8", "surrogatepass")
+            size = len(css) if css.isascii() else len(css.encode("utf-8", "surrogatepass"))
             left = self.budget.sheet_bytes
-            if not self.budget.take("sheet_bytes", len(encoded)):
+            if not self.budget.take("sheet_bytes", size):
                 # LIM-V1: read the part that fits; a rule cut in two is dropped.
+                encoded = css.encode("utf-8", "surrogatepass")
                 part = encoded[:left].decode("utf-8", "ignore")
                 self.chunks.extend(_split_rules(part, len(self.chunks), self.external)[:-1])
                 return
@@ -565,6 +566,17 @@ class _Engine:
         self.elements_removed += 1
         self.chars_removed += sum(_chars(text) for text in element.itertext())
         _remove_keeping_tail(element)
+
+
+def _names_import(css: str) -> bool:
+    """Whether `@import` appears in the sheet in any case (as `"@import" in css.lower()`,
+    without lowering the whole sheet: only ASCII letters lower to those of "import")."""
+    position = css.find("@")
+    while position >= 0:
+        if css[position + 1 : position + 7].lower() == "import":
+            return True
+        position = css.find("@", position + 1)
+    return False
 
 
 def _links_a_style_sheet(root: Element) -> bool:

@@ -60,11 +60,14 @@ class _Selector:
     # checked without XPath. None for any other selector.
     plain: tuple[str | None, frozenset[str], str | None] | None = None
     _compiled: dict[str, Any] = field(default_factory=dict)
+    _steps: str | None = None  # `_from_subject(tree)`, translated once
 
     def _xpath(self, axis: str) -> Any:
         compiled = self._compiled.get(axis)
         if compiled is None:
-            compiled = self._compiled[axis] = etree.XPath(axis + _from_subject(self.tree))
+            if self._steps is None:
+                self._steps = _from_subject(self.tree)
+            compiled = self._compiled[axis] = etree.XPath(axis + self._steps)
         return compiled
 
     def over_tree(self, root: Element) -> list[Element]:
@@ -154,9 +157,12 @@ def _uncached_selectors(text: str) -> tuple[_Selector, ...]:
             continue  # ::before, ::placeholder: not the element's own text
         tree = selector.parsed_tree
         plain = _plain(tree)
+        steps: str | None = None
+        on_self: Any = None
         if plain is None:
             try:  # translate now: a pseudo-class cssselect lacks drops the selector here
-                etree.XPath("self::" + _from_subject(tree))
+                steps = _from_subject(tree)
+                on_self = etree.XPath("self::" + steps)
             except (ExpressionError, SelectorError, etree.XPathError, ValueError, RecursionError):
                 continue  # a pseudo-class that never matches a static page (:focus-within, ...)
         classes, ids = _required_names(tree)
@@ -169,6 +175,9 @@ def _uncached_selectors(text: str) -> tuple[_Selector, ...]:
                 _subject_key(tree),
                 _subject_tag(tree),
                 plain,
+                # The translation and the test compiled above are kept for matching.
+                {} if on_self is None else {"self::": on_self},
+                steps,
             )
         )
     return tuple(compiled)

@@ -12,6 +12,7 @@ parsed. The `_Chunk` objects carry the page's state (parsed or not).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import threading
@@ -20,7 +21,11 @@ from dataclasses import dataclass
 from typing import Final, NamedTuple
 
 from rypsok.core.fetch.css_visibility.media import _condition_applies
-from rypsok.core.fetch.css_visibility.prechecks import _compact_could_hide, could_hide
+from rypsok.core.fetch.css_visibility.prechecks import (
+    _HIDING_FORMS,
+    _colours_could_hide,
+    could_hide,
+)
 from rypsok.core.fetch.css_visibility.properties import (
     _CACHED_BLOCK_TEXT,
     _CACHED_RULES,
@@ -325,14 +330,24 @@ class _SheetRules:
     def _could_hide_each(self, external: bool) -> tuple[bool, ...]:
         lowered = _RULE_SEPARATOR.join(text for text, _ in self.rules).lower()
         plain = lowered.isascii() and not any(space in lowered for space in _SPLIT_ONLY_SPACES)
-        stripped = "".join(lowered.split()).split(_RULE_SEPARATOR)
+        joined = "".join(lowered.split())
+        stripped = joined.split(_RULE_SEPARATOR)
         if len(stripped) != len(self.rules):  # no rules, or (never from lxml) a NUL in one
             return tuple(could_hide(text, external=external) for text, _ in self.rules)
+        # `_compact_could_hide` per rule, found from the joined text: the rules holding a
+        # hiding form, then the colour check only for rules that name a colour. The
+        # separator is in no form, so no occurrence spans two rules.
+        starts = _rule_starts(joined)
         flags = [False] * len(self.rules)
-        for index, text in enumerate(stripped):
-            if plain and "/*" not in text:
-                flags[index] = _compact_could_hide(";" + text, external, inline=False)
-            else:
+        for index in _rules_holding(joined, starts, _HIDING_FORMS):
+            flags[index] = True
+        for index in _rules_holding(joined, starts, _COLOUR_MARKS):
+            if not flags[index]:
+                flags[index] = _colours_could_hide(";" + stripped[index], external)
+        if plain and "/*" not in joined:
+            return tuple(flags)
+        for index, text in enumerate(stripped):  # the rules `_compact` would read otherwise
+            if not plain or "/*" in text:
                 flags[index] = could_hide(self.rules[index][0], external=external)
         return tuple(flags)
 
@@ -348,6 +363,36 @@ class _SheetRules:
 _RULE_SEPARATOR: Final = "\x00"
 # ASCII characters `str.split` takes for whitespace and CSS (and `_compact`) does not.
 _SPLIT_ONLY_SPACES: Final = ("\x0b", "\x1c", "\x1d", "\x1e", "\x1f")
+
+
+def _rule_starts(joined: str) -> list[int]:
+    """Where each rule's text starts in the rules joined by `_RULE_SEPARATOR`."""
+    starts = [0]
+    position = joined.find(_RULE_SEPARATOR)
+    while position >= 0:
+        starts.append(position + 1)
+        position = joined.find(_RULE_SEPARATOR, position + 1)
+    return starts
+
+
+def _rules_holding(joined: str, starts: list[int], forms: tuple[str, ...]) -> set[int]:
+    """The indexes of the joined rules whose text holds one of `forms` (C-speed finds)."""
+    found: set[int] = set()
+    for form in forms:
+        position = joined.find(form)
+        while position >= 0:
+            index = bisect.bisect_right(starts, position) - 1
+            found.add(index)
+            # The rest of this rule cannot add anything: go on from the next one.
+            following = index + 1
+            if following >= len(starts):
+                break
+            position = joined.find(form, starts[following])
+    return found
+
+
+# A block without one of these sets no colour or background: `_colours_could_hide` is False.
+_COLOUR_MARKS: Final = ("color:", "background:")
 
 
 class _SheetCache:
