@@ -119,6 +119,27 @@ MODULES: dict[str, Module] = {
 }
 
 _RESULT_LINE = re.compile(r"^\s*(\S+): (.+)$")
+# What mutmut prints when it stops before checking a mutant, and what that step was.
+_STOPS: tuple[tuple[str, str], ...] = (
+    (
+        "failed to collect stats. runner returned",
+        "its stats run (the tests under trampolines) failed",
+    ),
+    (
+        "Stopping early, because we could not find any test case",
+        "no selected test reaches the code",
+    ),
+    ("failed to collect stats, no active tests found", "its stats run collected no test"),
+    ("Failed to run clean test", "its clean run of the tests (no mutant active) failed"),
+    (
+        "Failed to run pytest with args",
+        "pytest refused the arguments (a test id that does not exist?)",
+    ),
+)
+# pytest's short summary (-q keeps it) names the test that failed, or errored in set-up.
+_FAILED_TEST = re.compile(r"^(?:FAILED|ERROR) (\S+)(?: - (.*))?$", re.MULTILINE)
+# pytest-timeout's thread method ends the process after printing the stacks of the test.
+_TIMEOUT_BANNER = "+++++ Timeout +++++"
 _KILLED = frozenset({"killed", "timeout"})  # a mutant that hangs the tests is caught too
 _NOT_CHECKED = "not checked"
 
@@ -164,13 +185,39 @@ def judge(statuses: dict[str, str], excluded: dict[str, str]) -> Verdict:
     return Verdict(len(statuses), killed, listed, unlisted)
 
 
-def _report(label: str, statuses: dict[str, str], excluded: dict[str, str]) -> bool:
+def stop_cause(log: str, returncode: int | None) -> str:
+    """Why mutmut checked no mutant, from its output: the step that stopped it and the test.
+
+    A mutmut run that stops early leaves every mutant "not checked"; without this
+    the report could only say that, and the failing test was buried in the log.
+    """
+    step = next((what for marker, what in _STOPS if marker in log), None)
+    failures = [
+        f"{test} ({reason.strip()})" if reason else test
+        for test, reason in _FAILED_TEST.findall(log)
+    ]
+    if _TIMEOUT_BANNER in log and not failures:
+        failures = ["a test hit pytest-timeout's bound, which ended the process"]
+    if step is None:
+        if returncode is not None and returncode < 0:
+            step = f"mutmut was ended by signal {-returncode}"
+        elif returncode:
+            lines = [line for line in log.splitlines() if line.strip()]
+            step = f"mutmut exited with status {returncode}" + (
+                f", its last line: {lines[-1].strip()[:200]}" if lines else ""
+            )
+        else:
+            step = "mutmut mapped no test to them"
+    return step + (f"; failing: {', '.join(failures[:3])}" if failures else "")
+
+
+def _report(label: str, statuses: dict[str, str], excluded: dict[str, str], cause: str) -> bool:
     unrun = sorted(name for name, status in statuses.items() if status == _NOT_CHECKED)
     if unrun:
-        # Not a survivor and not a kill: mutmut found no test that reaches these.
+        # Not a survivor and not a kill: mutmut stopped early, or no test reaches these.
         sys.stdout.write(
-            f"mutation: {label}: NOT RUN: {len(unrun)} of {len(statuses)} mutants not checked "
-            f"(mutmut mapped no test to them; log in mutation/results/{label}.log)\n"
+            f"mutation: {label}: NOT RUN: {len(unrun)} of {len(statuses)} mutants not checked: "
+            f"{cause} (log in mutation/results/{label}.log)\n"
         )
         return False
     verdict = judge(statuses, excluded)
@@ -199,6 +246,9 @@ def _pytest_arguments(module: Module) -> list[str]:
     by mutmut's own per-mutant timeout (counted as killed).
     """
     arguments = ["-p", "no:cacheprovider", "-q", "-m", "not timeout"]
+    # The gate's 60 s bound per test (pytest-timeout) is for plain runs; under the
+    # trampolines on a loaded machine a slow test could pass it and fail the stats run.
+    arguments += ["-o", "timeout=600"]
     # mutmut's trampolines leave an un-awaited coroutine in async tests' teardown;
     # the gate's filterwarnings=error would make that end the whole run.
     arguments += ["-W", "ignore::pytest.PytestUnraisableExceptionWarning"]
@@ -229,7 +279,8 @@ def _scratch_tree(module: Module, into: pathlib.Path) -> None:
     (into / "pyproject.toml").write_text(config, encoding="utf-8")
 
 
-def run_module(label: str, module: Module, max_children: int) -> dict[str, str]:
+def run_module(label: str, module: Module, max_children: int) -> tuple[dict[str, str], str]:
+    """Each mutant's status, and why mutmut stopped if it checked none (`stop_cause`)."""
     with tempfile.TemporaryDirectory(prefix=f"rypsok-mutation-{label}-") as scratch:
         tree = pathlib.Path(scratch)
         _scratch_tree(module, tree)
@@ -264,8 +315,9 @@ def run_module(label: str, module: Module, max_children: int) -> dict[str, str]:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{label}.txt").write_text(listing.stdout, encoding="utf-8")
     (RESULTS / f"{label}.survivors.diff").write_text("\n".join(diffs), encoding="utf-8")
-    (RESULTS / f"{label}.log").write_text(run.stdout + run.stderr, encoding="utf-8")
-    return statuses
+    log = run.stdout + run.stderr
+    (RESULTS / f"{label}.log").write_text(log, encoding="utf-8")
+    return statuses, stop_cause(log, run.returncode)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,22 +326,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--check", type=pathlib.Path, help="judge a saved results file")
     parser.add_argument("--exclusions", type=pathlib.Path, default=EXCLUSIONS)
+    parser.add_argument("--log", type=pathlib.Path, help="with --check: mutmut's saved output")
     args = parser.parse_args(argv)
     excluded, problems = load_exclusions(args.exclusions)
     for problem in problems:
         sys.stdout.write(f"mutation: {problem}\n")
     if args.check:
         statuses = parse_results(args.check.read_text(encoding="utf-8"))
-        passed = _report(args.check.name, statuses, excluded)
+        log = args.log.read_text(encoding="utf-8") if args.log else ""
+        passed = _report(args.check.name, statuses, excluded, stop_cause(log, None))
         return 0 if passed and not problems else 1
     passed = True
     for label in args.module or list(MODULES):
-        statuses = run_module(label, MODULES[label], args.max_children)
+        statuses, cause = run_module(label, MODULES[label], args.max_children)
         if not statuses:
-            sys.stdout.write(f"mutation: {label}: NO RESULT (mutmut did not run; see stderr)\n")
+            sys.stdout.write(f"mutation: {label}: NO RESULT (mutmut made no mutant): {cause}\n")
             passed = False
             continue
-        passed = _report(label, statuses, excluded) and passed
+        passed = _report(label, statuses, excluded, cause) and passed
     return 0 if passed and not problems else 1
 
 
