@@ -100,7 +100,14 @@ MODULES: dict[str, Module] = {
         "src/rypsok/core/fetch/robots.py",
         ("tests/core/fetch/test_robots.py", "tests/core/fetch/test_robots_mutants.py"),
     ),
-    "http.plan": Module("src/rypsok/mcp/http/plan.py", ("tests/mcp/test_http.py",)),
+    # Of the HTTP mode's start-up plan, the check of its keys (issue 15 item 3: "the HTTP
+    # keys ... checks"); its other rules (bind, Host and Origin lists, TLS) are REQ-SEC-018's
+    # listener protections, tested by running servers (tests/mcp/test_http.py).
+    "http.plan": Module(
+        "src/rypsok/mcp/http/plan.py",
+        ("tests/assurance/test_mutants_http_plan_keys.py",),
+        only=("*_key_problems*",),
+    ),
     # The whole key gate, with the tests that drive it in one process: mutmut cannot map
     # the tests that run a server (tests/mcp/test_http.py) to functions (docs/assurance.md).
     "mcp.http.keys": Module("src/rypsok/mcp/http/auth.py", ("tests/mcp/test_http_keys.py",)),
@@ -109,7 +116,11 @@ MODULES: dict[str, Module] = {
         ("tests/mcp/test_http_oauth.py", "tests/mcp/test_http_oauth_verifier.py"),
     ),
     "fetch.returned": Module(
-        "src/rypsok/core/fetch/returned.py", ("tests/core/fetch/test_strict_mode_mutants.py",)
+        "src/rypsok/core/fetch/returned.py",
+        (
+            "tests/core/fetch/test_strict_mode_mutants.py",
+            "tests/assurance/test_mutants_returned.py",
+        ),
     ),
     "fetch.strict_mode": Module(
         "src/rypsok/core/fetch/pipeline.py",
