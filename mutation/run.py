@@ -87,7 +87,7 @@ MODULES: dict[str, Module] = {
     # the selection that measures time; when the stats run fails, no mutant is checked.
     "boundary.invisible": Module(
         "src/rypsok/core/boundary/invisible.py",
-        ("tests/core/boundary",),
+        ("tests/core/boundary", "tests/assurance/test_mutants_invisible.py"),
         deselect=(
             "tests/core/boundary/test_text.py::test_hostile_64_kib_input_is_cleaned_in_linear_time",
         ),
