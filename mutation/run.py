@@ -227,7 +227,35 @@ def stop_cause(log: str, returncode: int | None) -> str:
     return step + (f"; failing: {', '.join(failures[:3])}" if failures else "")
 
 
-def _report(label: str, statuses: dict[str, str], excluded: dict[str, str], cause: str) -> bool:
+def _module_of(mutant: str) -> str:
+    return mutant.rsplit(".", 1)[0]  # mutant names hold no dot after the module's path
+
+
+def stale_exclusions(
+    statuses: dict[str, str], excluded: dict[str, str], only: tuple[str, ...] = ()
+) -> list[str]:
+    """Listed mutants of the modules run that this run did not make (within `only`).
+
+    mutmut numbers a function's mutants in order, so a changed function renumbers
+    them: a listing whose mutant is gone is dropped before its number is reused.
+    """
+    modules = {_module_of(name) for name in statuses}
+    return sorted(
+        name
+        for name in excluded
+        if _module_of(name) in modules
+        and name not in statuses
+        and (not only or any(fnmatch.fnmatch(name, glob) for glob in only))
+    )
+
+
+def _report(
+    label: str,
+    statuses: dict[str, str],
+    excluded: dict[str, str],
+    cause: str,
+    only: tuple[str, ...] = (),
+) -> bool:
     unrun = sorted(name for name, status in statuses.items() if status == _NOT_CHECKED)
     if unrun:
         # Not a survivor and not a kill: mutmut stopped early, or no test reaches these.
@@ -242,6 +270,9 @@ def _report(label: str, statuses: dict[str, str], excluded: dict[str, str], caus
     # A listed mutant that a test now kills: its reason ("equivalent") no longer holds.
     for name in sorted(n for n, s in statuses.items() if n in excluded and s in _KILLED):
         sys.stdout.write(f"mutation: {label}: KILLED {name}, but listed: drop its exclusion\n")
+    # A listed mutant of this module that the run did not make: the code changed under it.
+    for name in stale_exclusions(statuses, excluded, only):
+        sys.stdout.write(f"mutation: {label}: LISTED {name}, but no such mutant: drop it\n")
     sys.stdout.write(
         f"mutation: {label}: {verdict.killed} killed of {verdict.total}, "
         f"{verdict.excluded} excluded, score {verdict.score:.1f}%"
@@ -359,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(f"mutation: {label}: NO RESULT (mutmut made no mutant): {cause}\n")
             passed = False
             continue
-        passed = _report(label, statuses, excluded, cause) and passed
+        passed = _report(label, statuses, excluded, cause, MODULES[label].only) and passed
     return 0 if passed and not problems else 1
 
 

@@ -104,3 +104,30 @@ def test_mutation_runs_lift_the_gate_bound_per_test() -> None:
     assert arguments[arguments.index("-o") + 1] == "timeout=600"
     assert arguments[arguments.index("-m") + 1] == "not timeout"
     assert arguments[arguments.index("--deselect") + 1] == SLOW_TEST
+
+
+@pytest.mark.req("REQ-TEST-019")
+def test_a_listing_whose_mutant_is_gone_is_named_for_removal(tmp_path: pathlib.Path) -> None:
+    """REQ-TEST-019: an exclusion of the module run that names a mutant the run did not make
+    (its function changed, so mutmut renumbered) is reported, before its number is reused;
+    listings of other modules are left alone."""
+    results, listed = tmp_path / "results.txt", tmp_path / "exclusions.txt"
+    results.write_text("    rypsok.core.fetch.returned.x_remember__mutmut_1: killed\n")
+    gone = "rypsok.core.fetch.returned.x_remember__mutmut_4"
+    other = "rypsok.core.fetch.robots.x__agent__mutmut_18"
+    listed.write_text(f"{gone}  # equivalent once\n{other}  # equivalent\n", encoding="utf-8")
+    command = [sys.executable, "-m", "mutation.run", "--check", str(results)]
+    run = subprocess.run(
+        [*command, "--exclusions", str(listed)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout
+    assert f"LISTED {gone}, but no such mutant: drop it" in run.stdout
+    assert other not in run.stdout
+    in_scope = mutation.stale_exclusions(
+        {"rypsok.core.fetch.pipeline.x_check_strict__mutmut_1": "killed"},
+        {"rypsok.core.fetch.pipeline.x_init__mutmut_9": "r", "rypsok.core.fetch.pipeline."
+         "x_check_strict__mutmut_7": "r"},
+        only=("*_check_strict*",),
+    )  # fmt: skip
+    assert in_scope == ["rypsok.core.fetch.pipeline.x_check_strict__mutmut_7"]
