@@ -116,6 +116,12 @@ MODULES: dict[str, Module] = {
     # The whole key gate, with the tests that drive it in one process: mutmut cannot map
     # the tests that run a server (tests/mcp/test_http.py) to functions (docs/assurance.md).
     "mcp.http.keys": Module("src/rypsok/mcp/http/auth.py", ("tests/mcp/test_http_keys.py",)),
+    # The start-up check of [http.oauth] and its scope map (issue 15 item 3: "OAuth checks").
+    "http.oauth_plan": Module(
+        "src/rypsok/mcp/http/oauth_plan.py",
+        ("tests/assurance/test_mutants_oauth_plan.py",),
+        only=("*oauth_problems*", "*OAuthPlanǁof*"),
+    ),
     "mcp.http.oauth": Module(
         "src/rypsok/mcp/http/oauth.py",
         ("tests/mcp/test_http_oauth.py", "tests/mcp/test_http_oauth_verifier.py"),
