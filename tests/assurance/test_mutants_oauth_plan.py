@@ -118,3 +118,7 @@ def test_the_plan_maps_each_rypsok_scope_to_its_own_token_scope() -> None:
         ISSUER, AUDIENCE, JWKS, None,
     )  # fmt: skip
     assert (plan.caller_claim, plan.skew_s, plan.refresh_s) == ("azp", 7, 120)
+    from_file = OAuthConfig(issuer=ISSUER, audience=AUDIENCE, jwks_file="/run/keys/jwks.json")
+    assert (OAuthPlan.of(from_file).jwks_url, OAuthPlan.of(from_file).jwks_file) == (
+        None, "/run/keys/jwks.json",
+    )  # fmt: skip
