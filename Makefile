@@ -75,10 +75,12 @@ live: $(RUN_STAMP)
 
 # Every release job in parallel, one verdict line each (tools/release_check.py).
 # Fails when any job fails or reports SKIPPED: offline, live and audit fail.
-release-check: $(DEV_STAMP)
+# ARGS goes to the tool, e.g. ARGS='--only live audit' or --job NAME=COMMAND.
+# The image job builds from the offline bundle in dist/ (tools/image.py): made first.
+release-check: $(DEV_STAMP) dist
 	@$(BIN)/pip install -q --disable-pip-version-check -r requirements/fuzz.lock 1>&2 \
 		|| echo "release-check: atheris could not be installed; the fuzz job runs Hypothesis" 1>&2
-	$(BIN)/python tools/release_check.py --fuzz-seconds $(SECONDS)
+	$(BIN)/python tools/release_check.py --fuzz-seconds $(SECONDS) $(ARGS)
 
 bench: $(DEV_STAMP)
 	$(BIN)/python -m bench

@@ -65,9 +65,14 @@ MODULES: dict[str, Module] = {
         ("tests/core/test_privacy.py", "tests/core/test_privacy_extractors.py"),
         fresh_imports=True,
     ),
+    # Its one function builds the table at import; a case calls it at test time too.
     "privacy.rules": Module(
         "src/rypsok/core/privacy/rules.py",
-        ("tests/core/test_privacy.py", "tests/core/test_privacy_extractors.py"),
+        (
+            "tests/core/test_privacy.py",
+            "tests/core/test_privacy_extractors.py",
+            "tests/assurance/test_mutants_privacy_rules.py",
+        ),
         fresh_imports=True,
     ),
     "privacy.scan": Module(
@@ -87,7 +92,7 @@ MODULES: dict[str, Module] = {
     # the selection that measures time; when the stats run fails, no mutant is checked.
     "boundary.invisible": Module(
         "src/rypsok/core/boundary/invisible.py",
-        ("tests/core/boundary",),
+        ("tests/core/boundary", "tests/assurance/test_mutants_invisible.py"),
         deselect=(
             "tests/core/boundary/test_text.py::test_hostile_64_kib_input_is_cleaned_in_linear_time",
         ),
@@ -100,16 +105,33 @@ MODULES: dict[str, Module] = {
         "src/rypsok/core/fetch/robots.py",
         ("tests/core/fetch/test_robots.py", "tests/core/fetch/test_robots_mutants.py"),
     ),
-    "http.plan": Module("src/rypsok/mcp/http/plan.py", ("tests/mcp/test_http.py",)),
+    # Of the HTTP mode's start-up plan, the check of its keys (issue 15 item 3: "the HTTP
+    # keys ... checks"); its other rules (bind, Host and Origin lists, TLS) are REQ-SEC-018's
+    # listener protections, tested by running servers (tests/mcp/test_http.py).
+    "http.plan": Module(
+        "src/rypsok/mcp/http/plan.py",
+        ("tests/assurance/test_mutants_http_plan_keys.py",),
+        only=("*_key_problems*",),
+    ),
     # The whole key gate, with the tests that drive it in one process: mutmut cannot map
     # the tests that run a server (tests/mcp/test_http.py) to functions (docs/assurance.md).
     "mcp.http.keys": Module("src/rypsok/mcp/http/auth.py", ("tests/mcp/test_http_keys.py",)),
+    # The start-up check of [http.oauth] and its scope map (issue 15 item 3: "OAuth checks").
+    "http.oauth_plan": Module(
+        "src/rypsok/mcp/http/oauth_plan.py",
+        ("tests/assurance/test_mutants_oauth_plan.py",),
+        only=("*oauth_problems*", "*OAuthPlanǁof*"),
+    ),
     "mcp.http.oauth": Module(
         "src/rypsok/mcp/http/oauth.py",
         ("tests/mcp/test_http_oauth.py", "tests/mcp/test_http_oauth_verifier.py"),
     ),
     "fetch.returned": Module(
-        "src/rypsok/core/fetch/returned.py", ("tests/core/fetch/test_strict_mode_mutants.py",)
+        "src/rypsok/core/fetch/returned.py",
+        (
+            "tests/core/fetch/test_strict_mode_mutants.py",
+            "tests/assurance/test_mutants_returned.py",
+        ),
     ),
     "fetch.strict_mode": Module(
         "src/rypsok/core/fetch/pipeline.py",
@@ -119,6 +141,27 @@ MODULES: dict[str, Module] = {
 }
 
 _RESULT_LINE = re.compile(r"^\s*(\S+): (.+)$")
+# What mutmut prints when it stops before checking a mutant, and what that step was.
+_STOPS: tuple[tuple[str, str], ...] = (
+    (
+        "failed to collect stats. runner returned",
+        "its stats run (the tests under trampolines) failed",
+    ),
+    (
+        "Stopping early, because we could not find any test case",
+        "no selected test reaches the code",
+    ),
+    ("failed to collect stats, no active tests found", "its stats run collected no test"),
+    ("Failed to run clean test", "its clean run of the tests (no mutant active) failed"),
+    (
+        "Failed to run pytest with args",
+        "pytest refused the arguments (a test id that does not exist?)",
+    ),
+)
+# pytest's short summary (-q keeps it) names the test that failed, or errored in set-up.
+_FAILED_TEST = re.compile(r"^(?:FAILED|ERROR) (\S+)(?: - (.*))?$", re.MULTILINE)
+# pytest-timeout's thread method ends the process after printing the stacks of the test.
+_TIMEOUT_BANNER = "+++++ Timeout +++++"
 _KILLED = frozenset({"killed", "timeout"})  # a mutant that hangs the tests is caught too
 _NOT_CHECKED = "not checked"
 
@@ -164,13 +207,67 @@ def judge(statuses: dict[str, str], excluded: dict[str, str]) -> Verdict:
     return Verdict(len(statuses), killed, listed, unlisted)
 
 
-def _report(label: str, statuses: dict[str, str], excluded: dict[str, str]) -> bool:
+def stop_cause(log: str, returncode: int | None) -> str:
+    """Why mutmut checked no mutant, from its output: the step that stopped it and the test.
+
+    A mutmut run that stops early leaves every mutant "not checked"; without this
+    the report could only say that, and the failing test was buried in the log.
+    """
+    step = next((what for marker, what in _STOPS if marker in log), None)
+    failures = [
+        f"{test} ({reason.strip()})" if reason else test
+        for test, reason in _FAILED_TEST.findall(log)
+    ]
+    if _TIMEOUT_BANNER in log and not failures:
+        failures = ["a test hit pytest-timeout's bound, which ended the process"]
+    if step is None:
+        if returncode is not None and returncode < 0:
+            step = f"mutmut was ended by signal {-returncode}"
+        elif returncode:
+            lines = [line for line in log.splitlines() if line.strip()]
+            step = f"mutmut exited with status {returncode}" + (
+                f", its last line: {lines[-1].strip()[:200]}" if lines else ""
+            )
+        else:
+            step = "mutmut mapped no test to them"
+    return step + (f"; failing: {', '.join(failures[:3])}" if failures else "")
+
+
+def _module_of(mutant: str) -> str:
+    return mutant.rsplit(".", 1)[0]  # mutant names hold no dot after the module's path
+
+
+def stale_exclusions(
+    statuses: dict[str, str], excluded: dict[str, str], only: tuple[str, ...] = ()
+) -> list[str]:
+    """Listed mutants of the modules run that this run did not make (within `only`).
+
+    mutmut numbers a function's mutants in order, so a changed function renumbers
+    them: a listing whose mutant is gone is dropped before its number is reused.
+    """
+    modules = {_module_of(name) for name in statuses}
+    return sorted(
+        name
+        for name in excluded
+        if _module_of(name) in modules
+        and name not in statuses
+        and (not only or any(fnmatch.fnmatch(name, glob) for glob in only))
+    )
+
+
+def _report(
+    label: str,
+    statuses: dict[str, str],
+    excluded: dict[str, str],
+    cause: str,
+    only: tuple[str, ...] = (),
+) -> bool:
     unrun = sorted(name for name, status in statuses.items() if status == _NOT_CHECKED)
     if unrun:
-        # Not a survivor and not a kill: mutmut found no test that reaches these.
+        # Not a survivor and not a kill: mutmut stopped early, or no test reaches these.
         sys.stdout.write(
-            f"mutation: {label}: NOT RUN: {len(unrun)} of {len(statuses)} mutants not checked "
-            f"(mutmut mapped no test to them; log in mutation/results/{label}.log)\n"
+            f"mutation: {label}: NOT RUN: {len(unrun)} of {len(statuses)} mutants not checked: "
+            f"{cause} (log in mutation/results/{label}.log)\n"
         )
         return False
     verdict = judge(statuses, excluded)
@@ -179,6 +276,9 @@ def _report(label: str, statuses: dict[str, str], excluded: dict[str, str]) -> b
     # A listed mutant that a test now kills: its reason ("equivalent") no longer holds.
     for name in sorted(n for n, s in statuses.items() if n in excluded and s in _KILLED):
         sys.stdout.write(f"mutation: {label}: KILLED {name}, but listed: drop its exclusion\n")
+    # A listed mutant of this module that the run did not make: the code changed under it.
+    for name in stale_exclusions(statuses, excluded, only):
+        sys.stdout.write(f"mutation: {label}: LISTED {name}, but no such mutant: drop it\n")
     sys.stdout.write(
         f"mutation: {label}: {verdict.killed} killed of {verdict.total}, "
         f"{verdict.excluded} excluded, score {verdict.score:.1f}%"
@@ -199,6 +299,9 @@ def _pytest_arguments(module: Module) -> list[str]:
     by mutmut's own per-mutant timeout (counted as killed).
     """
     arguments = ["-p", "no:cacheprovider", "-q", "-m", "not timeout"]
+    # The gate's 60 s bound per test (pytest-timeout) is for plain runs; under the
+    # trampolines on a loaded machine a slow test could pass it and fail the stats run.
+    arguments += ["-o", "timeout=600"]
     # mutmut's trampolines leave an un-awaited coroutine in async tests' teardown;
     # the gate's filterwarnings=error would make that end the whole run.
     arguments += ["-W", "ignore::pytest.PytestUnraisableExceptionWarning"]
@@ -229,7 +332,8 @@ def _scratch_tree(module: Module, into: pathlib.Path) -> None:
     (into / "pyproject.toml").write_text(config, encoding="utf-8")
 
 
-def run_module(label: str, module: Module, max_children: int) -> dict[str, str]:
+def run_module(label: str, module: Module, max_children: int) -> tuple[dict[str, str], str]:
+    """Each mutant's status, and why mutmut stopped if it checked none (`stop_cause`)."""
     with tempfile.TemporaryDirectory(prefix=f"rypsok-mutation-{label}-") as scratch:
         tree = pathlib.Path(scratch)
         _scratch_tree(module, tree)
@@ -264,8 +368,9 @@ def run_module(label: str, module: Module, max_children: int) -> dict[str, str]:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{label}.txt").write_text(listing.stdout, encoding="utf-8")
     (RESULTS / f"{label}.survivors.diff").write_text("\n".join(diffs), encoding="utf-8")
-    (RESULTS / f"{label}.log").write_text(run.stdout + run.stderr, encoding="utf-8")
-    return statuses
+    log = run.stdout + run.stderr
+    (RESULTS / f"{label}.log").write_text(log, encoding="utf-8")
+    return statuses, stop_cause(log, run.returncode)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,22 +379,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--check", type=pathlib.Path, help="judge a saved results file")
     parser.add_argument("--exclusions", type=pathlib.Path, default=EXCLUSIONS)
+    parser.add_argument("--log", type=pathlib.Path, help="with --check: mutmut's saved output")
     args = parser.parse_args(argv)
     excluded, problems = load_exclusions(args.exclusions)
     for problem in problems:
         sys.stdout.write(f"mutation: {problem}\n")
     if args.check:
         statuses = parse_results(args.check.read_text(encoding="utf-8"))
-        passed = _report(args.check.name, statuses, excluded)
+        log = args.log.read_text(encoding="utf-8") if args.log else ""
+        passed = _report(args.check.name, statuses, excluded, stop_cause(log, None))
         return 0 if passed and not problems else 1
     passed = True
     for label in args.module or list(MODULES):
-        statuses = run_module(label, MODULES[label], args.max_children)
+        statuses, cause = run_module(label, MODULES[label], args.max_children)
         if not statuses:
-            sys.stdout.write(f"mutation: {label}: NO RESULT (mutmut did not run; see stderr)\n")
+            sys.stdout.write(f"mutation: {label}: NO RESULT (mutmut made no mutant): {cause}\n")
             passed = False
             continue
-        passed = _report(label, statuses, excluded) and passed
+        passed = _report(label, statuses, excluded, cause, MODULES[label].only) and passed
     return 0 if passed and not problems else 1
 
 

@@ -107,10 +107,15 @@ def read_page(
     # Imported here: lxml and the decoder cost start-up time, and the scraping
     # engines are off unless an operator turns them on.
     from rypsok.core.fetch.decode import decode_body  # noqa: PLC0415
-    from rypsok.core.fetch.parse import parse_bounded  # noqa: PLC0415
+    from rypsok.core.fetch.parse import Unparseable, parse_bounded  # noqa: PLC0415
 
     text, _ = decode_body(response.body, response.headers.get("content-type"))
-    return parse_bounded(text, max_nodes=PAGE_MAX_NODES, max_depth=PAGE_MAX_DEPTH).root
+    try:
+        return parse_bounded(text, max_nodes=PAGE_MAX_NODES, max_depth=PAGE_MAX_DEPTH).root
+    except Unparseable:
+        # A page with no element to build a tree from (FZ-3: "</html>" alone): a
+        # driver answers with an EngineFailure, never with the parser's own error.
+        raise EngineFailure(FailureClass.PARSE_FAILURE) from None
 
 
 def has_class(name: str) -> str:
