@@ -75,6 +75,7 @@ class ArXiv(Driver):
 
     id: ClassVar[str] = "arxiv"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.SCIENCE})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset(TimeRange)
     admission: ClassVar[Admission] = Admission(
         min_interval_ms=3_000,  # terms of use: one request every three seconds

@@ -25,6 +25,11 @@ sends it within the same turn and deadline, at most MAX_REQUESTS_PER_SEARCH
 requests in all, so a chain can never grow with the provider's answers.
 Scraping drivers (`scraping = True`) are parsed off the event loop, at most
 LIM-C5 at a time (REQ-ENG-015).
+
+An engine's turn (its LIM-C2 slot and a LIM-C1 slot) counts a request in
+flight. A driver that sets `releases_turn_on_answer` gives the turn back as
+soon as its one answer is read, before parsing; every other driver keeps it
+until its parse ends (docs/performance.md §16.5).
 """
 
 from __future__ import annotations
@@ -226,6 +231,14 @@ class Driver(abc.ABC):
     # Reads a human-facing page (REQ-ENG-013): refused without `[scraping] enabled`,
     # never enabled by default, parsed off the event loop.
     scraping: ClassVar[bool] = False
+    # True: the exchange is one request and its parse never returns `PausingHits`
+    # or `FollowUp`, so the engine's turn goes back once the answer is read and
+    # the next request need not wait for this parse. False, the safe default:
+    # the turn is held until the parse ends, so a pause or throttle the parse
+    # reads reaches the queue before the next start, and a follow-up is sent
+    # within the turn. Ignored for scraping drivers, whose parse runs in a
+    # thread: the loop would reserve the next start before their verdict.
+    releases_turn_on_answer: ClassVar[bool] = False
     # The typed settings beyond the common ones, as `[engines.<id>]` keys.
     options_model: ClassVar[type[EngineConfig]] = EngineConfig
 

@@ -147,6 +147,7 @@ class Brave(Driver):
 
     id: ClassVar[str] = "brave"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.GENERAL, Category.NEWS})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     languages: ClassVar[frozenset[str]] = frozenset(_SEARCH_LANG)
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset(TimeRange)
     max_query_chars: ClassVar[int] = 400  # Brave refuses longer queries (and > 50 words)

@@ -64,6 +64,7 @@ class Crates(Driver):
 
     id: ClassVar[str] = "crates"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.CODE})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     admission: ClassVar[Admission] = Admission(
         min_interval_ms=1_000,  # data-access policy: at most one request a second
         max_concurrency=1,

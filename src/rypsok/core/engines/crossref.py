@@ -106,6 +106,7 @@ class Crossref(Driver):
 
     id: ClassVar[str] = "crossref"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.SCIENCE})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset(TimeRange)
     admission: ClassVar[Admission] = Admission(
         min_interval_ms=200,  # public pool: five requests a second

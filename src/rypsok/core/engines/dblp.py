@@ -99,6 +99,7 @@ class Dblp(Driver):
 
     id: ClassVar[str] = "dblp"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.SCIENCE})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     admission: ClassVar[Admission] = Admission(
         min_interval_ms=2_000,  # "wait at least one or two seconds between two requests"
         max_concurrency=1,

@@ -88,6 +88,7 @@ class EuropePmc(Driver):
 
     id: ClassVar[str] = "europepmc"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.SCIENCE})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset(TimeRange)
     admission: ClassVar[Admission] = Admission(
         min_interval_ms=200,  # no published limit (U): at most five requests a second

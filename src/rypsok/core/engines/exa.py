@@ -72,6 +72,7 @@ class Exa(Driver):
 
     id: ClassVar[str] = "exa"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.GENERAL})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset(TimeRange)
     admission: ClassVar[Admission] = Admission(
         min_interval_ms=100,  # 10 requests a second on /search

@@ -94,6 +94,7 @@ class Gdelt(Driver):
 
     id: ClassVar[str] = "gdelt"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.NEWS})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset(TimeRange)
     # GDELT searches about three months back: a year reaches past all of it.
     unfiltered_time_ranges: ClassVar[frozenset[TimeRange]] = frozenset({TimeRange.YEAR})

@@ -88,6 +88,7 @@ class GitHub(Driver):
 
     id: ClassVar[str] = "github"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.CODE})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset(TimeRange)
     # GitHub refuses search text longer than 256 characters (qualifiers excluded).
     max_query_chars: ClassVar[int] = 256

@@ -70,6 +70,7 @@ class HackerNews(Driver):
 
     id: ClassVar[str] = "hackernews"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.NEWS, Category.CODE})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     # An English-language index: English is honoured by the index itself, with
     # no parameter (REQ-SEARCH-004).
     languages: ClassVar[frozenset[str]] = frozenset({"en"})

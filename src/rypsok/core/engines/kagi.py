@@ -82,6 +82,7 @@ class Kagi(Driver):
 
     id: ClassVar[str] = "kagi"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.GENERAL, Category.NEWS})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset(TimeRange)
     admission: ClassVar[Admission] = Admission(
         min_interval_ms=1_000,  # U: Kagi publishes no rate; 429 backs the spacing off

@@ -74,6 +74,7 @@ class Marginalia(Driver):
 
     id: ClassVar[str] = "marginalia"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.GENERAL})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     languages: ClassVar[frozenset[str]] = _LANGUAGES
     admission: ClassVar[Admission] = Admission(
         min_interval_ms=1_000,  # U: per-key queries a minute; 503 backs off

@@ -98,6 +98,7 @@ class Mojeek(Driver):
 
     id: ClassVar[str] = "mojeek"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.GENERAL})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     # U: `lb` prefers pages in a language; Mojeek's list of codes is not
     # verified, so only widely indexed European languages are declared.
     languages: ClassVar[frozenset[str]] = frozenset({"en", "de", "fr", "es", "it", "nl", "pt"})

@@ -67,6 +67,7 @@ class Npm(Driver):
 
     id: ClassVar[str] = "npm"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.CODE})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     admission: ClassVar[Admission] = Admission(
         min_interval_ms=500,  # U: no number published; two a second is far below any seen limit
         max_concurrency=1,

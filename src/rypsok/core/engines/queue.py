@@ -14,6 +14,11 @@ in turn across callers (`FairSlots`, REQ-SEC-019):
    in between, so concurrent searches queue up instead of racing a shared
    "has enough time passed?" check.
 
+Both slots count requests in flight: `Turn.release` gives them back as soon
+as the last answer of the exchange is read, so the parse that follows is our
+CPU, not the provider's load (`Driver.releases_turn_on_answer`). Leaving the
+turn releases them too; releasing twice is a no-op.
+
 A request whose start time would come after its deadline is not sent
 (decision 1). It is reported as not asked, never as a provider timeout, and
 with why (CLR-5): its engine's rate leaves no turn before the deadline, or the
@@ -64,6 +69,23 @@ class NotSent(EngineFailure):
     def __init__(self, why: WhyNotSent = WhyNotSent.NO_TURN) -> None:
         super().__init__(FailureClass.TIMEOUT)
         self.why = why
+
+
+class Turn:
+    """A request's hold on its engine slot and LIM-C1 slot; `release` is idempotent."""
+
+    __slots__ = ("_give", "released")
+
+    def __init__(self, give: Callable[[], None]) -> None:
+        self._give = give
+        self.released = False
+
+    def release(self) -> None:
+        """Give both slots back now (the answer is read); later calls do nothing."""
+        if self.released:
+            return
+        self.released = True
+        self._give()
 
 
 class EngineQueue:
@@ -161,19 +183,28 @@ class EngineQueue:
         return self._reserve_start(deadline)
 
     @asynccontextmanager
-    async def turn(self, deadline: float) -> AsyncIterator[None]:
-        """Wait for this request's turn; NotSent (a timeout) if it would come too late."""
+    async def turn(self, deadline: float) -> AsyncIterator[Turn]:
+        """Wait for this request's turn; NotSent (a timeout) if it would come too late.
+
+        The slots go back when the block ends, on every path, unless
+        `Turn.release` gave them back earlier.
+        """
         caller = current_caller.get()
         await self._take_slots(caller, deadline)
+
+        def give() -> None:
+            self._give_process_slot(caller)
+            self._engine_slots.release(caller)
+
+        held = Turn(give)
         try:
             start = await self._reserve(deadline)
             wait_s = start - self._clock()
             if wait_s > 0:  # a turn due now is sent at once, without a pass of the loop
                 await anyio.sleep(wait_s)
-            yield
+            yield held
         finally:
-            self._give_process_slot(caller)
-            self._engine_slots.release(caller)
+            held.release()
 
     def rate_limited(self, retry_after_ms: int | None) -> None:
         """A 429, throttle signal or Retry-After: widen the spacing, honour Retry-After."""

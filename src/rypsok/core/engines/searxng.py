@@ -108,6 +108,7 @@ class SearXNG(Driver):
 
     id: ClassVar[str] = "searxng"
     categories: ClassVar[frozenset[Category]] = frozenset(Category)
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     languages: ClassVar[frozenset[str]] = _LANGUAGES
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset(TimeRange)
     admission: ClassVar[Admission] = Admission(

@@ -74,6 +74,7 @@ class Tavily(Driver):
 
     id: ClassVar[str] = "tavily"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.GENERAL, Category.NEWS})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset(TimeRange)
     max_query_chars: ClassVar[int] = 400  # Tavily refuses longer queries (S)
     admission: ClassVar[Admission] = Admission(

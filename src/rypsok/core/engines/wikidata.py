@@ -88,6 +88,7 @@ class Wikidata(Driver):
 
     id: ClassVar[str] = "wikidata"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.GENERAL})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     languages: ClassVar[frozenset[str]] = frozenset(
         {
             "ar", "bg", "bn", "ca", "cs", "cy", "da", "de", "el", "en", "eo", "es", "et",

@@ -95,6 +95,7 @@ class Wikipedia(Driver):
 
     id: ClassVar[str] = "wikipedia"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.GENERAL})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     languages: ClassVar[frozenset[str]] = _LANGUAGES
     default_language: ClassVar[str | None] = _FALLBACK_EDITION
     # CirrusSearch refuses longer full-text queries (300 characters, U).

@@ -75,6 +75,7 @@ class You(Driver):
 
     id: ClassVar[str] = "you"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.GENERAL, Category.NEWS})
+    releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
     languages: ClassVar[frozenset[str]] = _LANGUAGES
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset(TimeRange)
     admission: ClassVar[Admission] = Admission(

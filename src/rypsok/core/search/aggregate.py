@@ -124,6 +124,15 @@ class _Cleaned:
     flagged: bool  # instruction-like text (REQ-SEC-003)
 
 
+def _releases_on_answer(driver: Driver) -> bool:
+    """The driver's turn goes back when its answer is read (`Driver.releases_turn_on_answer`).
+
+    Never for a scraping driver: its parse runs in a thread, and a throttle it
+    reads must reach the queue before another request reserves its start.
+    """
+    return driver.releases_turn_on_answer and not driver.scraping
+
+
 def _cleaned(title: str, snippet: str) -> _Cleaned:
     """Title and snippet through the content boundary (REQ-CTX-004), checked for instructions."""
     return _all_cleaned([(title, snippet)])[0]
@@ -413,22 +422,29 @@ class SearchPipeline:
         started = self._clock()
         queue = self._queues[driver.id]
         try:
-            async with queue.turn(deadline):
+            async with queue.turn(deadline) as held:
                 sent = self._clock()
                 self._metrics.queue_waited(driver.id, (sent - started) * 1000.0)
                 budget_ms = int(min(self._config.search.engine_timeout_ms,
                                     (deadline - sent) * 1000))  # fmt: skip
+                # In flight (LIM-C1, LIM-C2) until the answer is read: the parse is ours.
+                early = _releases_on_answer(driver)
 
                 async def send(request: EngineRequest) -> EngineResponse:
+                    if held.released:  # a second request from a driver that declared one
+                        raise EngineFailure(FailureClass.PARSE_FAILURE)
                     # A follow-up (PubMed's second call) spends what is left of the budget.
                     left_ms = int(min(budget_ms, (deadline - self._clock()) * 1000))
-                    return await self._transport.engine_get(
+                    response = await self._transport.engine_get(
                         request,
                         explicit_endpoint=driver.settings.endpoint is not None,
                         max_body_bytes=driver.admission.max_body_bytes,
                         connect_timeout_ms=min(self._config.search.connect_timeout_ms, left_ms),
                         total_timeout_ms=left_ms,
                     )
+                    if early:
+                        held.release()
+                    return response
 
                 parsed = await driver.exchange(params, send, parse_slots=self._parse_slots)
                 if isinstance(parsed, PausingHits):
