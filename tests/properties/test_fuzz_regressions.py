@@ -47,6 +47,14 @@ def test_a_retry_after_date_beyond_the_calendar_is_ignored() -> None:
     assert retry_after_ms({"retry-after": "Wed, 21 Oct 2026 7:" + "2" * 40 + "0 GMT"}) is None
 
 
+@pytest.mark.req("REQ-SEC-023", "REQ-RES-002")
+@pytest.mark.parametrize("value", ["\u00b2", "3\u00b2", "\u0661\u0662", "\uff19"])
+def test_a_retry_after_of_non_ascii_digits_is_malformed(value: str) -> None:
+    """REQ-RES-002: delta-seconds is ASCII digits; "²" once raised ValueError (Hypothesis)."""
+    assert retry_after_ms({"retry-after": value}) is None
+    assert retry_after_ms({"retry-after": "12"}) == 12_000
+
+
 @pytest.mark.req("REQ-SEC-023", "REQ-RUST-003")
 def test_a_crossref_date_beyond_the_calendar_is_no_date() -> None:
     """REQ-RUST-003: a Crossref work whose year overflows is a hit without a date."""

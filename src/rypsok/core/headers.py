@@ -17,7 +17,9 @@ def retry_after_ms(headers: Mapping[str, str]) -> int | None:
     provider's clock, not ours, decides) and from our clock otherwise.
     """
     raw = headers.get("retry-after", "").strip()
-    if raw.isdigit():
+    # delta-seconds is ASCII digits only: str.isdigit() also takes "²" (which int()
+    # refuses) and other scripts' digits, which no server sends as a delay.
+    if raw.isascii() and raw.isdigit():
         return min(int(raw[:10]) * 1000, limits.RETRY_AFTER_MAX_MS)
     until = _http_date(raw)
     if until is None:
