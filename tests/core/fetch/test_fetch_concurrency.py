@@ -139,12 +139,13 @@ async def test_a_fetch_waiting_for_its_host_blocks_nobody_and_keeps_to_its_deadl
 
     It holds no LIM-C3 slot while it waits, so a third site's fetch is answered
     at once. Its request goes out only when the first fetch ends at LIM-F5,
-    and it too ends unavailable (deadline) at its own LIM-F5.
+    and it too ends unavailable (deadline) at its own LIM-F5. LIM-F5 is 4 s so that
+    the third fetch has that long to be answered on a loaded machine.
     """
     async with sites({"/hang": Route(hang=True)}, {"/fast": FAST}) as (hanging, other):
         services = services_for(
             (hanging, other), fetches_in_flight=2, fetches_per_host=1,
-            ceiling_ms=2_000, timeout_ms=2_000, connect_timeout_ms=1_000,
+            ceiling_ms=4_000, timeout_ms=4_000, connect_timeout_ms=1_000,
         )  # fmt: skip
         assert (await fetch(services, other.url("/fast")))["outcome"] == "ok"  # warmed up
         stuck: list[tuple[dict[str, Any], float]] = []
@@ -164,9 +165,13 @@ async def test_a_fetch_waiting_for_its_host_blocks_nobody_and_keeps_to_its_deadl
         await services.aclose()
     assert fast["outcome"] == "ok" and answered_while_both_waited
     first, second = (r.arrived for r in hanging.requests_to("/hang"))
-    assert second - first > 1.5  # sent when the first ended at LIM-F5 (2 s), not before
+    assert second - first > 3.0  # sent when the first ended at LIM-F5 (4 s), not before
     for answer, elapsed_s in stuck:
         assert answer["error"]["kind"] == "unavailable", answer
         assert answer["error"]["detail"]["reason"] == "deadline"
-        assert answer["error"]["message"] == "The fetch hit its time limit; retry later."
-        assert elapsed_s < 2.0 + 1.0  # LIM-F5, with slack for a loaded machine
+        # The read timeout and LIM-F5 are equal here, so either may end the first fetch.
+        assert answer["error"]["message"] in {
+            "The fetch hit its time limit; retry later.",
+            "The site did not answer in time; retry later.",
+        }
+        assert elapsed_s < 4.0 + 2.0  # LIM-F5, with slack for a loaded machine
