@@ -237,9 +237,14 @@ async def test_without_redis_the_spacing_is_the_records_times_the_instances(
     await concurrent_searches(Services(shared), 3)
     arrivals = [r.arrived for r in providers.requests_to(WIKIPEDIA)]
     assert len(arrivals) == 6
+    # The record spaces starts 100 ms apart; the fake sees arrivals, which a loaded machine
+    # or a first connection's handshake may delay (a CI run saw 0.25 s after a late first
+    # arrival). 4 x 100 ms still shows in every gap and in the span; without the factor
+    # the gaps would be 0.1 s and the span 0.2 s.
     for run in (arrivals[:3], arrivals[3:]):
         ordered = sorted(run)
-        assert min(b - a for a, b in itertools.pairwise(ordered)) >= 0.4, ordered
+        assert min(b - a for a, b in itertools.pairwise(ordered)) >= 0.2, ordered
+        assert ordered[-1] - ordered[0] >= 0.6, ordered
 
 
 @pytest.mark.req("REQ-CACHE-005", "REQ-TEST-010")
