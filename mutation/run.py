@@ -98,8 +98,10 @@ MODULES: dict[str, Module] = {
         ),
         fresh_imports=True,
     ),
+    # Its literal index is built at import (_literal_index of _PATTERNS): without a fresh
+    # import per mutant, the mutants of the index's functions were never active.
     "boundary.instructions": Module(
-        "src/rypsok/core/boundary/instructions.py", ("tests/core/boundary",)
+        "src/rypsok/core/boundary/instructions.py", ("tests/core/boundary",), fresh_imports=True
     ),
     "fetch.robots": Module(
         "src/rypsok/core/fetch/robots.py",

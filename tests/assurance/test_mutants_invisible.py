@@ -26,3 +26,20 @@ def test_another_unicode_version_gets_the_scanned_table(monkeypatch: pytest.Monk
     assert scanned is not invisible._REMOVED_RANGES  # the scan ran: a new tuple
     assert scanned == constant
     assert any(low <= 0x200B <= high for low, high in scanned)  # ZERO WIDTH SPACE is removed
+
+
+@pytest.mark.req("REQ-SEC-015", "REQ-TEST-019")
+@pytest.mark.parametrize(
+    ("ranges", "bmp", "astral"),
+    [
+        ([(0xFFFF, 0xFFFF)], [(0xFFFF, 0xFFFF)], []),  # the last BMP code point stays BMP
+        ([(0x10000, 0x10000)], [], [(0x10000, 0x10000)]),
+        ([(0xFFFE, 0x10001)], [(0xFFFE, 0xFFFF)], [(0x10000, 0x10001)]),  # cut at the edge
+        ([(0x00, 0x1F), (0xE0000, 0xE00FF)], [(0x00, 0x1F)], [(0xE0000, 0xE00FF)]),
+    ],
+)
+def test_ranges_split_at_the_bmp_keep_every_code_point_on_its_side(
+    ranges: list[tuple[int, int]], bmp: list[tuple[int, int]], astral: list[tuple[int, int]]
+) -> None:
+    """REQ-SEC-015: the removal table's BMP and astral halves together are the table."""
+    assert invisible._split_at_bmp(ranges) == (bmp, astral)
