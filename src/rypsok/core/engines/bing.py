@@ -47,6 +47,7 @@ from rypsok.core.engines.base import (
     SearchParams,
 )
 from rypsok.core.engines.scrape import Element, first, has_class, read_page, text_of
+from rypsok.core.trees import remove_keeping_tail
 
 _CHALLENGE: Final = (b"b_captcha", b"/challenge/verify", b"turing/captcha")
 _ADULT: Final = {
@@ -112,19 +113,8 @@ def _hit(rank: int, result: Element) -> RawHit | None:
     paragraph = first(result, ".//p")
     if paragraph is not None:
         for icon in paragraph.xpath(f".//span[{has_class('algoSlug_icon')}]"):
-            _drop_keeping_tail(icon)
+            remove_keeping_tail(icon)
     return RawHit(rank=rank, url=url, title=text_of(link), snippet=text_of(paragraph))
-
-
-def _drop_keeping_tail(element: Element) -> None:
-    """Remove an element but keep the text after it (lxml would drop its tail with it)."""
-    parent, tail = element.getparent(), element.tail or ""
-    previous = element.getprevious()
-    if previous is not None:
-        previous.tail = (previous.tail or "") + tail
-    else:
-        parent.text = (parent.text or "") + tail
-    parent.remove(element)
 
 
 def unwrap(href: str) -> str | None:

@@ -59,9 +59,9 @@ from rypsok.core.fetch.css_visibility.tree import (
     _holds_text,
     _inside,
     _names_of,
-    _remove_keeping_tail,
 )
 from rypsok.core.fetch.parse import CANCEL_CHECK_INTERVAL, Element, check_cancelled
+from rypsok.core.trees import remove_keeping_tail
 
 # -- the engine ---------------------------------------------------------------------------
 
@@ -138,7 +138,7 @@ class _Engine:
                     sheets.append(element.text or "")
         for element in unrendered:
             if not _inside(element, "template"):
-                _remove_keeping_tail(element)
+                remove_keeping_tail(element)
         self.glyph_rules = any(_GLYPH_TAG in css for css in sheets)
         if any(_names_import(css) for css in sheets):
             self.external = True  # an imported sheet is not fetched either: colours unknown
@@ -565,7 +565,7 @@ class _Engine:
             return
         self.elements_removed += 1
         self.chars_removed += sum(_chars(text) for text in element.itertext())
-        _remove_keeping_tail(element)
+        remove_keeping_tail(element)
 
 
 def _names_import(css: str) -> bool:

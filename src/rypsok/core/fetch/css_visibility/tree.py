@@ -1,7 +1,7 @@
-"""Small operations on the parsed tree shared by the engine: text counts and removal.
+"""Small operations on the parsed tree shared by the engine: text counts.
 
-`_remove_keeping_tail` removes an element with its subtree but keeps its tail
-text, which belongs to the parent; `_chars` counts what would show.
+Removal keeping an element's tail is `core/trees.py`, shared with the scraping
+drivers; `_chars` counts what would show.
 """
 
 from __future__ import annotations
@@ -45,18 +45,3 @@ def _has_own_text(element: Element) -> bool:
     if element.text and element.text.strip():
         return True
     return any(child.tail and child.tail.strip() for child in element)
-
-
-def _remove_keeping_tail(element: Element) -> None:
-    """Remove `element` with its subtree; its tail text belongs to the parent and stays."""
-    parent = element.getparent()
-    if parent is None:
-        return
-    tail = element.tail
-    if tail:
-        previous = element.getprevious()
-        if previous is not None:
-            previous.tail = (previous.tail or "") + tail
-        else:
-            parent.text = (parent.text or "") + tail
-    parent.remove(element)
