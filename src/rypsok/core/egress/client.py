@@ -47,12 +47,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import ssl
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from ipaddress import ip_address
 from types import MappingProxyType
 from typing import Final
-from urllib.parse import urlencode
+from urllib.parse import quote_plus
 
 import anyio
 import h11
@@ -80,7 +81,7 @@ from rypsok.core.egress.messages import (
     OutboundRequest,
     OutboundResponse,
 )
-from rypsok.core.egress.origin import EngineOrigin, RawHeaders
+from rypsok.core.egress.origin import EngineOrigin, RawHeaders, WireBackend
 from rypsok.core.egress.policy import (
     DEFAULT_PORTS,
     NO_RULES,
@@ -154,6 +155,13 @@ MAX_ENGINE_POOLS: Final = 128
 # Distinct engine endpoint URLs whose judgement is remembered (LIM-S8's
 # ceiling of 16 engines per search, with room for per-category endpoints).
 ENDPOINT_CACHE_SIZE: Final = 256
+# Request shapes (endpoint host, method, body or not, a driver's fields) whose
+# checked request line and fields are remembered: a few per engine.
+SHAPE_CACHE_SIZE: Final = 256
+# What `quote_plus` leaves as it is (its always-safe set), and the space it turns into `+`.
+_FORM_PLAIN: Final = re.compile(r"[A-Za-z0-9_.~ -]*")
+# What h11 accepts as a request target: visible ASCII, at least one character.
+_TARGET: Final = re.compile(rb"[\x21-\x7e]+")
 
 # Most specific first: every timeout class is also an OSError or HTTPError.
 _TIMEOUTS: Final = (TimeoutError, httpx2.TimeoutException, httpcore2.TimeoutException)
@@ -206,6 +214,7 @@ class EgressClient:
         self._check_engine_url = functools.lru_cache(maxsize=ENDPOINT_CACHE_SIZE)(
             self._engine_profile.check
         )
+        self._request_shape = functools.lru_cache(maxsize=SHAPE_CACHE_SIZE)(self._shape)
         self._agent_profile = AgentProfile(
             rules, allow_http=fetch_allow_http, extra_ports=fetch_extra_ports
         )
@@ -251,7 +260,7 @@ class EgressClient:
                 scheme=url.scheme,
                 host=url.raw_host.decode("ascii"),
                 port=url.port if url.port is not None else DEFAULT_PORTS[url.scheme],
-                backend=GuardedBackend(policy, resolver=resolver),
+                backend=GuardedBackend(policy, resolver=resolver, inner=WireBackend()),
                 ssl_context=context,
                 max_connections=ENGINE_POOL_CONNECTIONS,
                 keepalive_expiry_s=KEEPALIVE_EXPIRY_S,
@@ -292,21 +301,16 @@ class EgressClient:
                 # A forward proxy receives the whole plain-HTTP request, and with
                 # it the credential: that is another origin (REQ-SEC-017).
                 raise EgressDenied("credential_origin")
-            headers = dict(self._headers)
-            for name, value in request.headers:
-                if name.lower() not in OWNED_HEADERS:
-                    headers[name.lower()] = value
             pool = self._engine_pool(url, explicit_endpoint)
             if isinstance(pool, EngineOrigin):
                 return await _origin_get(
                     pool,
-                    url,
-                    request,
-                    headers,
+                    self._request_bytes(url, request),
                     max_body_bytes=max_body_bytes,
                     connect_timeout_ms=connect_timeout_ms,
                     total_timeout_ms=total_timeout_ms,
                 )
+            headers = self._engine_headers(request.headers)
             status, response_headers, body = await _get(
                 pool,
                 url,
@@ -400,6 +404,51 @@ class EgressClient:
             raise EgressDenied("egress")
         return url
 
+    def _engine_headers(self, driver_headers: Sequence[tuple[str, str]]) -> dict[str, str]:
+        """Egress's fields, then the driver's (names lower-cased) but none egress owns."""
+        headers = dict(self._headers)
+        for name, value in driver_headers:
+            if name.lower() not in OWNED_HEADERS:
+                headers[name.lower()] = value
+        return headers
+
+    def _request_bytes(self, url: httpx2.URL, request: OutboundRequest) -> bytes:
+        """The request as httpx2 wrote it through h11: line, fields, length, body."""
+        before_target, after_target = self._request_shape(
+            url.netloc, request.method, bool(request.body), request.headers
+        )
+        target = request_target(url, request.params)
+        if _TARGET.fullmatch(target) is None:
+            raise EgressRequestFailed()  # h11 refused such a target as well
+        if not request.body:
+            return b"".join((before_target, target, after_target, b"\r\n"))
+        length = b"Content-Length: %d\r\n\r\n" % len(request.body)
+        return b"".join((before_target, target, after_target, length, request.body))
+
+    def _shape(
+        self,
+        netloc: bytes,
+        method: str,
+        with_body: bool,
+        driver_headers: tuple[tuple[str, str], ...],
+    ) -> tuple[bytes, bytes]:
+        """What comes before and after the target, checked by h11 once per shape.
+
+        A driver's fields, method and endpoint are fixed per engine and kind
+        of call, so this runs once for each; the target (the query) and the
+        body's length change per request and are written around it.
+        """
+        headers = self._engine_headers(driver_headers)
+        fields = wire_fields(netloc, headers, method=method, with_body=with_body)
+        try:
+            # The checks h11 made on every request: method and field syntax, one Host.
+            h11.Request(method=method, target=b"/", headers=fields)
+            line_start = method.encode("ascii") + b" "
+        except (h11.LocalProtocolError, UnicodeEncodeError):
+            raise EgressRequestFailed() from None
+        lines = b"".join(b"%s: %s\r\n" % field for field in fields)
+        return line_start, b" HTTP/1.1\r\n" + lines
+
     def _engine_pool(
         self, url: httpx2.URL, explicit_endpoint: bool
     ) -> PoolTransport | EngineOrigin:
@@ -419,26 +468,25 @@ class EgressClient:
 
 async def _origin_get(
     origin: EngineOrigin,
-    url: httpx2.URL,
-    request: OutboundRequest,
-    headers: dict[str, str],
+    request: bytes,
     *,
     max_body_bytes: int,
     connect_timeout_ms: int,
     total_timeout_ms: int,
 ) -> OutboundResponse:
-    """One engine request on the lean path: the bytes httpx2 sent, its reading of the answer."""
-    total_s = total_timeout_ms / 1000
-    with map_transport_errors(), anyio.fail_after(total_s):
+    """One engine request on the lean path: httpx2's bytes, its reading of the answer.
+
+    The origin holds the total deadline itself (a timer on the read of a
+    kept-alive connection, a cancel scope around any wait before it).
+    """
+    with map_transport_errors():
         status, raw_headers, body = await origin.request(
-            request.method.encode("ascii"),
-            request_target(url, request.params),
-            wire_headers(url, headers, method=request.method, body=request.body),
-            request.body,
+            request,
             max_body_bytes=max_body_bytes,
             connect_timeout_s=min(connect_timeout_ms, total_timeout_ms) / 1000,
+            total_s=total_timeout_ms / 1000,
         )
-        return OutboundResponse(status=status, headers=joined_headers(raw_headers), body=body)
+    return OutboundResponse(status=status, headers=joined_headers(raw_headers), body=body)
 
 
 def request_target(url: httpx2.URL, params: Sequence[tuple[str, str]]) -> bytes:
@@ -453,23 +501,46 @@ def request_target(url: httpx2.URL, params: Sequence[tuple[str, str]]) -> bytes:
     grouped: dict[str, list[str]] = {}
     for name, value in params:
         grouped.setdefault(name, []).append(value)
-    query = urlencode([(name, value) for name, values in grouped.items() for value in values])
+    query = "&".join(
+        f"{_form_quoted(name)}={_form_quoted(value)}"
+        for name, values in grouped.items()
+        for value in values
+    )
     return url.raw_path.partition(b"?")[0] + b"?" + query.encode("ascii")
+
+
+def _form_quoted(text: str) -> str:
+    """`quote_plus(text)`, as `urlencode` calls it, without its per-character pass on plain text.
+
+    Letters, digits, `_.-~` stay as they are and a space becomes `+`
+    there; anything else goes through `quote_plus` itself.
+    """
+    if _FORM_PLAIN.fullmatch(text) is not None:
+        return text.replace(" ", "+")
+    return quote_plus(text)
 
 
 def wire_headers(
     url: httpx2.URL, headers: Mapping[str, str], *, method: str, body: bytes
 ) -> RawHeaders:
     """The header fields httpx2 sent: Host first, the given ones in order, then Content-Length."""
-    wire: RawHeaders = [(b"Host", url.netloc)]
-    if not body and method in ("POST", "PUT", "PATCH"):
+    wire = wire_fields(url.netloc, headers, method=method, with_body=bool(body))
+    if body:
+        wire.append((b"Content-Length", str(len(body)).encode("ascii")))
+    return wire
+
+
+def wire_fields(
+    netloc: bytes, headers: Mapping[str, str], *, method: str, with_body: bool
+) -> RawHeaders:
+    """The fields before a body's Content-Length: Host, the length of an empty POST, the rest."""
+    wire: RawHeaders = [(b"Host", netloc)]
+    if not with_body and method in ("POST", "PUT", "PATCH"):
         wire.append((b"Content-Length", b"0"))
     try:
         wire += [(name.encode("ascii"), value.encode("ascii")) for name, value in headers.items()]
     except UnicodeEncodeError:
         raise EgressRequestFailed() from None  # a header httpx2 could not have sent either
-    if body:
-        wire.append((b"Content-Length", str(len(body)).encode("ascii")))
     return wire
 
 
@@ -479,13 +550,19 @@ def joined_headers(raw: RawHeaders) -> MappingProxyType[str, str]:
     One encoding for all fields: ASCII if every field is, else UTF-8 if every
     field is, else ISO-8859-1.
     """
-    encoding = next(
-        (
-            candidate
-            for candidate in ("ascii", "utf-8")
-            if all(_decodes(name, candidate) and _decodes(value, candidate) for name, value in raw)
-        ),
-        "iso-8859-1",
+    encoding = (
+        "ascii"
+        if all(name.isascii() and value.isascii() for name, value in raw)
+        else next(
+            (
+                candidate
+                for candidate in ("utf-8",)
+                if all(
+                    _decodes(name, candidate) and _decodes(value, candidate) for name, value in raw
+                )
+            ),
+            "iso-8859-1",
+        )
     )
     joined: dict[str, str] = {}
     for raw_name, raw_value in raw:
