@@ -199,8 +199,8 @@ class _Wire(asyncio.Protocol):
         self, request: bytes, max_body_bytes: int, deadline: float
     ) -> tuple[int, RawHeaders, bytes]:
         """Write one request and read its answer by the deadline (the loop's clock)."""
-        if self.transport.is_closing():
-            raise httpcore2.WriteError()
+        # A transport already closing drops the write; its connection_lost
+        # then ends the answer as a failure (`ended`).
         answer = self._reader
         if answer is None:
             answer = self._reader = _Answer(self)
@@ -338,9 +338,8 @@ class _Answer:
     def on_headers_complete(self) -> None:
         status = self.parser.get_status_code()
         if status < 200:
-            if status == 101:  # nothing asked to switch protocols
-                self._refuse(httpcore2.RemoteProtocolError())
             # An interim answer: its fields are dropped, the final head follows.
+            # (llhttp itself stops at a 101, which nothing asked for: `take` fails it.)
             self.headers, self.chunked, self.length = [], False, False
             return
         self.final = True
