@@ -52,7 +52,7 @@ import ssl
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from ipaddress import ip_address
 from types import MappingProxyType
-from typing import Final
+from typing import Final, NamedTuple
 from urllib.parse import quote_plus
 
 import anyio
@@ -192,6 +192,16 @@ def map_transport_errors() -> Iterator[None]:
         raise EgressRequestFailed() from exc
 
 
+class _Endpoint(NamedTuple):
+    """One engine endpoint string as judged, with its pool and the request parts it fixes."""
+
+    url: httpx2.URL
+    pool: PoolTransport | EngineOrigin
+    netloc: bytes  # the Host field
+    target: bytes  # path and the endpoint's own query: the target without parameters
+    path: bytes  # the path alone: parameters replace the endpoint's query
+
+
 class EgressClient:
     """Every outbound GET of the process. Create once; `aclose` at shutdown."""
 
@@ -214,6 +224,9 @@ class EgressClient:
         self._check_engine_url = functools.lru_cache(maxsize=ENDPOINT_CACHE_SIZE)(
             self._engine_profile.check
         )
+        # What a request to one endpoint string needs before its own parts: the
+        # judged URL, the pool, Host, the target's path. Refusals are not cached.
+        self._endpoint = functools.lru_cache(maxsize=ENDPOINT_CACHE_SIZE)(self._judged_endpoint)
         self._request_shape = functools.lru_cache(maxsize=SHAPE_CACHE_SIZE)(self._shape)
         self._agent_profile = AgentProfile(
             rules, allow_http=fetch_allow_http, extra_ports=fetch_extra_ports
@@ -296,16 +309,16 @@ class EgressClient:
         Mojeek's), and a caller that chains or logs the cause must not see it.
         """
         try:
-            url = self._check_engine_url(request.url, explicit_endpoint=explicit_endpoint)
+            endpoint = self._endpoint(request.url, explicit_endpoint)
+            url, pool = endpoint.url, endpoint.pool
             if request.credential_headers and self._proxied and url.scheme == "http":
                 # A forward proxy receives the whole plain-HTTP request, and with
                 # it the credential: that is another origin (REQ-SEC-017).
                 raise EgressDenied("credential_origin")
-            pool = self._engine_pool(url, explicit_endpoint)
             if isinstance(pool, EngineOrigin):
                 return await _origin_get(
                     pool,
-                    self._request_bytes(url, request),
+                    self._request_bytes(endpoint, request),
                     max_body_bytes=max_body_bytes,
                     connect_timeout_ms=connect_timeout_ms,
                     total_timeout_ms=total_timeout_ms,
@@ -412,12 +425,20 @@ class EgressClient:
                 headers[name.lower()] = value
         return headers
 
-    def _request_bytes(self, url: httpx2.URL, request: OutboundRequest) -> bytes:
+    def _judged_endpoint(self, endpoint: str, explicit_endpoint: bool) -> _Endpoint:
+        """The endpoint judged by the engine profile, its pool, and its parts a request needs."""
+        url = self._check_engine_url(endpoint, explicit_endpoint=explicit_endpoint)
+        pool = self._engine_pool(url, explicit_endpoint)
+        return _Endpoint(url, pool, url.netloc, url.raw_path, url.raw_path.partition(b"?")[0])
+
+    def _request_bytes(self, endpoint: _Endpoint, request: OutboundRequest) -> bytes:
         """The request as httpx2 wrote it through h11: line, fields, length, body."""
         before_target, after_target = self._request_shape(
-            url.netloc, request.method, bool(request.body), request.headers
+            endpoint.netloc, request.method, bool(request.body), request.headers
         )
-        target = request_target(url, request.params)
+        target = (
+            target_with_query(endpoint.path, request.params) if request.params else endpoint.target
+        )
         if _TARGET.fullmatch(target) is None:
             raise EgressRequestFailed()  # h11 refused such a target as well
         if not request.body:
@@ -498,6 +519,11 @@ def request_target(url: httpx2.URL, params: Sequence[tuple[str, str]]) -> bytes:
     """
     if not params:
         return url.raw_path
+    return target_with_query(url.raw_path.partition(b"?")[0], params)
+
+
+def target_with_query(path: bytes, params: Sequence[tuple[str, str]]) -> bytes:
+    """The path (without the endpoint's own query) and the parameters, as httpx2 encoded them."""
     grouped: dict[str, list[str]] = {}
     for name, value in params:
         grouped.setdefault(name, []).append(value)
@@ -506,7 +532,7 @@ def request_target(url: httpx2.URL, params: Sequence[tuple[str, str]]) -> bytes:
         for name, values in grouped.items()
         for value in values
     )
-    return url.raw_path.partition(b"?")[0] + b"?" + query.encode("ascii")
+    return path + b"?" + query.encode("ascii")
 
 
 def _form_quoted(text: str) -> str:
