@@ -11,15 +11,16 @@ Variants, from the whole engine path down to its floor:
 * `EngineEgress.engine_get`: what the search pipeline calls (the engine
   side's translation, then egress);
 * `EgressClient.engine_get`: egress as shipped (URL check, headers, the lean
-  HTTP/1.1 path of `egress/origin.py` for an engine without a proxy);
+  HTTP/1.1 path of `egress/origin.py` for an engine without a proxy: since
+  §20.1 llhttp inside an asyncio protocol, the request head written as bytes);
 * `httpx2 over httpcore2 (before)`: the path every engine request took
   before §16, and proxied ones still take: httpx2's request and response
   objects over an httpcore2 pool with the same guarded backend;
 * `httpcore2 pool, no httpx2`: the same pool called with httpcore2's own
   request objects;
-* `h11 over a guarded stream`: the floor of this design: one h11 exchange
-  written by hand over a stream the guarded backend opened, no pool, no
-  decoding, no deadline.
+* `h11 over a guarded stream`: the floor of §16's design: one h11 exchange
+  written by hand over an anyio stream the stock guarded backend opened, no
+  pool, no decoding, no deadline. The shipped path is below it since §20.1.
 
 Then the budget of one in-process call at 5 bench engines (76 hits, 10
 returned): each stage the pipeline runs, timed alone without a profiler (CPU

@@ -30,10 +30,13 @@ Every request:
   most the bound plus one piece.
 
 Engine requests without a proxy go through one `EngineOrigin` per origin and
-judgement (`origin.py`: h11 over the guarded backend, the same request bytes
-and the same bounded decoders as httpx2, without httpx2's request and response
-objects or httpcore2's pool); agent-directed and proxied engine requests go
-through httpx2's transport interface over an httpcore2 pool (`_get`).
+judgement (`origin.py`: llhttp inside an asyncio protocol over connections the
+guarded backend opens, the bounded decoders of httpx2, without httpx2's request
+and response objects or httpcore2's pool). Their bytes are the ones httpx2
+wrote through h11: the request line's method and the fields are checked by h11
+once per shape (`_shape`) and the target per request. Agent-directed and
+proxied engine requests go through httpx2's transport interface over an
+httpcore2 pool (`_get`).
 
 Failures leave as `EgressError` (`errors.py`) and nothing else; their text is
 a fixed kind, never a host, URL or response text. Egress is a leaf: it
@@ -268,7 +271,7 @@ class EgressClient:
             policy = self._engine_profile.address_policy(explicit_endpoint=explicit_endpoint)
             if self._proxied:
                 return pool(policy, ENGINE_POOL_CONNECTIONS, proxied=True)
-            # Without a proxy, the lean path: h11 over the same guarded backend.
+            # Without a proxy, the lean path: llhttp over the same guarded backend.
             return EngineOrigin(
                 scheme=url.scheme,
                 host=url.raw_host.decode("ascii"),
