@@ -60,7 +60,6 @@ from rypsok.core.fetch.css_visibility.tree import (
     _holds_text,
     _inside,
     _names_of,
-    _page_names,
 )
 from rypsok.core.fetch.parse import CANCEL_CHECK_INTERVAL, Element, check_cancelled
 from rypsok.core.trees import remove_keeping_tail
@@ -168,7 +167,10 @@ class _Engine:
         """
         if not any(count for _, count in read):
             return
-        names = _page_names(self.root)
+        classes, ids = self.present or self._present()
+        names = dict.fromkeys(
+            [*("." + name for name in classes), *("#" + name for name in ids)], ""
+        )
         first = 0
         for sheet, count in read:
             viable = sheet.viable(names, count)

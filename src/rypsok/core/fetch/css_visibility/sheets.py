@@ -339,7 +339,8 @@ class _SheetRules:
 
     def viable(self, names: Mapping[str, str], count: int) -> list[int]:
         """The indexes of the first `count` rules that some element of the page may match,
-        as far as the classes and ids of their selectors say (`names`: `_page_names`).
+        as far as the classes and ids of their selectors say (`names`: every class the
+        page carries as `.name`, every id as `#name`, each mapped to "").
 
         A superset of the rules `_Part` sketches let through: a rule is left out only
         when every selector of its group names, outside brackets, strings and

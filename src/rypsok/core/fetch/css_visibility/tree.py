@@ -7,14 +7,8 @@ drivers; `_chars` counts what would show.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Final
-
-from lxml import etree  # type: ignore[import-untyped]
 
 from rypsok.core.fetch.parse import Element
-
-_CLASS_VALUES: Final = etree.XPath("//@class", smart_strings=False)
-_ID_VALUES: Final = etree.XPath("//@id", smart_strings=False)
 
 
 def _chars(text: str) -> int:
@@ -33,19 +27,6 @@ def _names_of(elements: Iterable[Element]) -> set[str]:
         if classes:
             keys.update(classes.split())
     return keys
-
-
-def _page_names(root: Element) -> dict[str, str]:
-    """Every class (as `.name`) and id (as `#name`) some element of the document carries,
-    each mapped to "" (the form `_SheetRules.viable` looks names up in).
-
-    The same names as the engine's index of carriers: a `class` split at whitespace,
-    an `id` stripped when it is not empty. Read as attribute values in one XPath
-    evaluation each, cheaper than a walk of the elements.
-    """
-    names = dict.fromkeys(["." + name for name in " ".join(_CLASS_VALUES(root)).split()], "")
-    names.update(dict.fromkeys(["#" + value.strip() for value in _ID_VALUES(root) if value], ""))
-    return names
 
 
 def _holds_text(element: Element) -> bool:
