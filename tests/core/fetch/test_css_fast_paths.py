@@ -7,12 +7,14 @@ definition it replaces, on sheets built from the pieces that matter.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import tinycss2  # type: ignore[import-untyped]
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rypsok.core.fetch.css_visibility import clear_caches
+from rypsok.core.fetch.css_visibility import clear_caches, sheets
 from rypsok.core.fetch.css_visibility.engine import _names_import
 from rypsok.core.fetch.css_visibility.prechecks import could_hide
 from rypsok.core.fetch.css_visibility.properties import (
@@ -187,3 +189,22 @@ def test_a_keyword_declaration_read_without_tinycss2_equals_tinycss2s_reading(
     found: list[_Declared] = []
     _add_declaration(tinycss2.parse_one_declaration(piece, skip_comments=True), found)
     assert _declare(piece) == tuple((d.important, d.prop, d.value) for d in found)
+
+
+@pytest.mark.req("REQ-CTX-005")
+@settings(max_examples=500, deadline=None, database=None)
+@given(pieces=st.lists(_RULE_PIECES, max_size=40))
+@example(pieces=[".a", "{", "/*", "}", "*/", "display:none", "}", ".b", "{", "}"])
+@example(pieces=[".a", "/*", ",", "*/", "{", "}", "@media screen{", ".b", "{", "}", "}"])
+@example(pieces=[".a", ";", ".b", "{", "}", "}", ".c", "{", '"', "}", '"', "}"])
+def test_the_splitters_one_match_per_simple_rule_cuts_what_its_general_steps_cut(
+    pieces: list[str],
+) -> None:
+    """REQ-CTX-005: a rule cut by one match (`_SIMPLE_RULE`) is the rule, with its
+    block's place, that the general steps cut; at-rules, strings, comments, escapes and
+    stray braces or semicolons around it leave the sheet's rules as they were."""
+    css = "".join(pieces)
+    fast = sheets._uncached_split(css)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sheets, "_SIMPLE_RULE", re.compile(r"(?!)"))  # never matches
+        assert sheets._uncached_split(css) == fast

@@ -490,6 +490,12 @@ class _SheetCache:
 _cached_split: Final = _SheetCache()
 
 
+# A qualified rule without strings, escapes, comments, nested blocks or a `;` or `@`
+# before its block: what the general steps of `_uncached_split` would cut from its
+# start, found by one match (the comment test is done on the match).
+_SIMPLE_RULE: Final = re.compile(r"""([^{};"'\\@]*)\{[^{}"'\\]*\}""")
+
+
 def _uncached_split(css: str) -> tuple[tuple[str, int], ...]:
     """(text, where its block opens) of each qualified rule whose at-rules apply."""
     scanner = _Scanner(css)
@@ -497,6 +503,13 @@ def _uncached_split(css: str) -> tuple[tuple[str, int], ...]:
     applies: list[bool] = [True]  # one entry per open at-rule block
     start = cursor = 0
     while True:
+        if cursor == start:  # most rules: one match, and the state the steps below reach
+            simple = _SIMPLE_RULE.match(css, start)
+            if simple is not None and "/*" not in simple.group():
+                if applies[-1]:
+                    chunks.append((simple.group(), simple.end(1) - start))
+                start = cursor = simple.end()
+                continue
         position = scanner.special(cursor)
         if position >= scanner.size:
             break
