@@ -10,20 +10,13 @@ from __future__ import annotations
 import re
 
 import pytest
-import tinycss2  # type: ignore[import-untyped]
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rypsok.core.fetch.css_visibility import clear_caches, sheets
 from rypsok.core.fetch.css_visibility.engine import _names_import
 from rypsok.core.fetch.css_visibility.prechecks import could_hide
-from rypsok.core.fetch.css_visibility.properties import (
-    _add_declaration,
-    _declare,
-    _Declared,
-    _parse_whole_block,
-    _uncached_block,
-)
+from rypsok.core.fetch.css_visibility.properties import _parse_whole_block, _uncached_block
 from rypsok.core.fetch.css_visibility.sheets import _SheetRules
 
 _RULE_PIECES = st.sampled_from(
@@ -159,36 +152,6 @@ def test_an_import_is_found_in_any_letter_case(pieces: list[str]) -> None:
     searching the lowered sheet."""
     css = "".join(pieces)
     assert _names_import(css) == ("@import" in css.lower())
-
-
-_KEYWORD_PIECES = st.sampled_from(
-    [
-        *("display", "DISPLAY", "position", "visibility", "overflow", "overflow-x", "Overflow-Y"),
-        *("-webkit-box", "none", "None", "block-x", "a--b", "a-", "hidden", "x1", "1x", "-"),
-        *(":", ":", " ", "\t", "\n", "\f", "\u00a0", "!", "important", "IMPORTANT", "!important"),
-        *("importantx", "(", ")", "0", "px", "#", ",", "/", "é"),
-    ]
-)
-
-
-@pytest.mark.req("REQ-CTX-005")
-@settings(max_examples=1_000, deadline=None, database=None)
-@given(pieces=st.lists(_KEYWORD_PIECES, min_size=1, max_size=8))
-@example(pieces=["DISPLAY", " ", ":", "None", " ", "!", " ", "IMPORTANT"])
-@example(pieces=["overflow", ":", "hidden", "!important"])
-@example(pieces=["Overflow-Y", ":", "a--b"])
-@example(pieces=["display", ":", "none", "!", "importantx"])
-@example(pieces=["position", ":", "1x"])
-def test_a_keyword_declaration_read_without_tinycss2_equals_tinycss2s_reading(
-    pieces: list[str],
-) -> None:
-    """REQ-CTX-005: `display:none !important` and the like, read by one regular
-    expression, give tinycss2's name, value and `!important`; any other text is read
-    by tinycss2 as before."""
-    piece = "".join(pieces).strip(" \t\n\r\f")
-    found: list[_Declared] = []
-    _add_declaration(tinycss2.parse_one_declaration(piece, skip_comments=True), found)
-    assert _declare(piece) == tuple((d.important, d.prop, d.value) for d in found)
 
 
 @pytest.mark.req("REQ-CTX-005")

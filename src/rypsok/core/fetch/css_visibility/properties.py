@@ -16,7 +16,6 @@ Names with a leading underscore are shared inside the package only.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Iterator, Sequence
 from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
@@ -344,30 +343,9 @@ def _piece_declarations(piece: str) -> tuple[tuple[bool, str, Value], ...]:
 def _declare(piece: str) -> tuple[tuple[bool, str, Value], ...]:
     """One `prop: value` of a simple block, normalised: (important, prop, value) of each
     declaration it sets."""
-    keyword = _KEYWORD_DECLARATION.fullmatch(piece)
-    if keyword is not None:  # `display: none`, `position:absolute !important`, ...
-        name, word, important = keyword.groups()
-        name, word = name.lower(), word.lower()
-        if name == "overflow":
-            return (
-                (important is not None, "overflow-x", word),
-                (important is not None, "overflow-y", word),
-            )
-        if name in _KEYWORDS:
-            return ((important is not None, name, word),)
     found: list[_Declared] = []
     _add_declaration(tinycss2.parse_one_declaration(piece, skip_comments=True), found)
     return tuple((declared.important, declared.prop, declared.value) for declared in found)
-
-
-# A declaration of one ASCII word, read without tinycss2: what it gives for such a text
-# is the name and the word in ASCII lower case, `!important` (any case, CSS whitespace
-# around the `!`) as its flag. Names and words are kept to letters and inner hyphens, so
-# that no text tinycss2 would read as a number, a dimension or two tokens is taken.
-_KEYWORD_DECLARATION: Final = re.compile(
-    r"([a-zA-Z][a-zA-Z-]*)[ \t\n\r\f]*:[ \t\n\r\f]*([a-zA-Z][a-zA-Z-]*)"
-    r"[ \t\n\r\f]*(![ \t\n\r\f]*[iI][mM][pP][oO][rR][tT][aA][nN][tT])?"
-)
 
 
 def _parse_whole_block(content: str) -> tuple[_Declared, ...]:
