@@ -215,3 +215,17 @@ def test_plain_selector_reader_takes_the_common_shapes_and_leaves_the_rest() -> 
         assert _parse_plain_group(taken) is not None, taken
     for left in ("a:hover", "a[x]", ".\\61", ".é", "a,", "a*", "a > > b", ".5", "--a", ""):
         assert _parse_plain_group(left) is None, left
+
+
+@pytest.mark.req("REQ-CTX-005")
+def test_the_sheet_index_remembers_only_what_the_pages_names_decide() -> None:
+    """REQ-CTX-005: a sheet read by pages with different names (as a site's pages are)
+    gives each page what a fresh sheet gives it, also when a page comes back."""
+    css = ".a{x:1}.gone{x:1}.a .gone,#nope{x:1}.gone,.a>p{x:1}#i.gone p{x:1}.gone.a{x:1}"
+    sheet = _SheetRules(css)
+    pages = [{".a": "", "#i": ""}, {".gone": "", ".a": ""}, {".a": "", "#i": ""}, {}]
+    for names in [*pages, *pages]:
+        for count in (len(sheet.rules), 3):
+            assert sheet.viable(names, count) == _SheetRules(css).viable(names, count)
+    assert sheet.viable({".gone": "", ".a": ""}, 6) == [0, 1, 2, 3, 5]
+    assert sheet.viable({}, 6) == []

@@ -318,13 +318,14 @@ class _SheetRules:
     directly; any other rule goes through `could_hide` as it is.
     """
 
-    __slots__ = ("_hiding", "_lowered_blocks", "_selectors", "rules")
+    __slots__ = ("_hiding", "_last_viable", "_lowered_blocks", "_selectors", "rules")
 
     def __init__(self, css: str) -> None:
         self.rules: Final = _uncached_split(css)
         self._hiding: dict[bool, dict[int, bool]] = {}
         self._lowered_blocks: list[str] | None = None
-        self._selectors: tuple[str, bool] | None = None
+        self._selectors: tuple[list[str] | None, tuple[str, ...], bool] | None = None
+        self._last_viable: tuple[bytes, int, tuple[int, ...]] | None = None
 
     def hiding(self, external: bool, indexes: Sequence[int] | None = None) -> tuple[bool, ...]:
         """`could_hide` of the rules at `indexes` (default: all), each computed once."""
@@ -349,17 +350,25 @@ class _SheetRules:
         up in C (`map` over `dict.get`), and each absent one leaves `_ABSENT` behind;
         only a rule with a mark left is looked at in Python.
         """
-        joined, commented = self._selector_text()
-        pieces = _SELECTOR_NAME.split(joined)
-        pieces[1::2] = map(names.get, pieces[1::2], repeat(_ABSENT))
-        marked = "".join(pieces).split(_RULE_SEPARATOR)
-        if len(marked) != len(self.rules) or _ABSENT in joined:  # never from lxml: keep all
+        pieces, distinct, commented = self._selector_names()
+        if pieces is None:  # a separator or the mark in a selector (never from lxml)
             return list(range(count))
-        return [
+        # The answer depends only on which of the sheet's names the page carries: a page
+        # of the same template (the same page again) reuses the last one.
+        carried = bytes(map(names.__contains__, distinct))
+        last = self._last_viable
+        if last is not None and last[0] == carried and last[1] == count:
+            return list(last[2])
+        marked_pieces = pieces.copy()
+        marked_pieces[1::2] = map(names.get, pieces[1::2], repeat(_ABSENT))
+        marked = "".join(marked_pieces).split(_RULE_SEPARATOR)
+        viable = [
             index
             for index, text in enumerate(marked[:count])
             if _ABSENT not in text or self._kept(index, text, commented)
         ]
+        self._last_viable = (carried, count, tuple(viable))  # one assignment: thread-safe
+        return viable
 
     def _kept(self, index: int, marked: str, commented: bool) -> bool:
         """Whether a rule with an absent name stays: a selector of it names none, or its
@@ -370,12 +379,19 @@ class _SheetRules:
             return True
         return any(_ABSENT not in selector for selector in marked.split(","))
 
-    def _selector_text(self) -> tuple[str, bool]:
-        """The rules' selector texts joined by `_RULE_SEPARATOR`, and whether one of
-        them may hold a comment (computed once per sheet)."""
+    def _selector_names(self) -> tuple[list[str] | None, tuple[str, ...], bool]:
+        """The rules' selector texts joined by `_RULE_SEPARATOR` and cut at their names
+        (the names at odd places), the distinct names, and whether a selector may hold
+        a comment; computed once per sheet. None when the cut cannot be trusted."""
         if self._selectors is None:
             joined = _RULE_SEPARATOR.join(text[:brace] for text, brace in self.rules)
-            self._selectors = (joined, "/*" in joined)
+            pieces = _SELECTOR_NAME.split(joined)
+            usable = _ABSENT not in joined and joined.count(_RULE_SEPARATOR) + 1 == len(self.rules)
+            self._selectors = (
+                pieces if usable else None,
+                tuple(dict.fromkeys(pieces[1::2])),
+                "/*" in joined,
+            )
         return self._selectors
 
     def spells(self, index: int, spellings: re.Pattern[str]) -> bool:
