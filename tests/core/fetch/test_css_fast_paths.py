@@ -7,11 +7,13 @@ definition it replaces, on sheets built from the pieces that matter.
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rypsok.core.fetch.css_visibility import clear_caches
+from rypsok.core.fetch.css_visibility import clear_caches, sheets
 from rypsok.core.fetch.css_visibility.engine import _names_import
 from rypsok.core.fetch.css_visibility.prechecks import could_hide
 from rypsok.core.fetch.css_visibility.properties import _parse_whole_block, _uncached_block
@@ -150,3 +152,22 @@ def test_an_import_is_found_in_any_letter_case(pieces: list[str]) -> None:
     searching the lowered sheet."""
     css = "".join(pieces)
     assert _names_import(css) == ("@import" in css.lower())
+
+
+@pytest.mark.req("REQ-CTX-005")
+@settings(max_examples=500, deadline=None, database=None)
+@given(pieces=st.lists(_RULE_PIECES, max_size=40))
+@example(pieces=[".a", "{", "/*", "}", "*/", "display:none", "}", ".b", "{", "}"])
+@example(pieces=[".a", "/*", ",", "*/", "{", "}", "@media screen{", ".b", "{", "}", "}"])
+@example(pieces=[".a", ";", ".b", "{", "}", "}", ".c", "{", '"', "}", '"', "}"])
+def test_the_splitters_one_match_per_simple_rule_cuts_what_its_general_steps_cut(
+    pieces: list[str],
+) -> None:
+    """REQ-CTX-005: a rule cut by one match (`_SIMPLE_RULE`) is the rule, with its
+    block's place, that the general steps cut; at-rules, strings, comments, escapes and
+    stray braces or semicolons around it leave the sheet's rules as they were."""
+    css = "".join(pieces)
+    fast = sheets._uncached_split(css)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sheets, "_SIMPLE_RULE", re.compile(r"(?!)"))  # never matches
+        assert sheets._uncached_split(css) == fast

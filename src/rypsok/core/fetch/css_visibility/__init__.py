@@ -11,11 +11,19 @@ treated as having unknown colours (see "Colour" below). `<style>` and
 
 Parsing. Style sheets and declarations are parsed by tinycss2, selectors by
 cssselect (turned into XPath 1.0 that lxml compiles and evaluates in C). No
-regular expression reads CSS syntax. tinycss2 tokenises in pure Python at
-about 1 MB/s, several times slower than the whole extraction of a page, so a
-sheet is first cut into its rules by a small splitter that only tracks
-strings, comments, escapes and braces (`_split_rules`), and a rule is handed
-to tinycss2 only when it could matter:
+regular expression decides what hides: the few in `sheets` and `matching`
+only find rule boundaries, names, or the plain selector groups they read into
+exactly the trees cssselect's parser builds (held equal by property tests).
+tinycss2 tokenises in pure Python at about 1 MB/s, several times slower than
+the whole extraction of a page, so a sheet is first cut into its rules by a
+small splitter that only tracks strings, comments, escapes and braces
+(`_uncached_split`). Then the page's own names decide which rules are looked
+at at all: a rule is kept only when some selector of its group needs no
+class or id that the page lacks (`_SheetRules.viable`: one pass over the
+sheet's joined selectors, the names looked up in C; a name inside brackets,
+a string, an escape or a comment never counts against a rule), and most of
+a site's sheet is for elements this page does not have. A kept rule is
+handed to tinycss2 only when it could matter:
 
 - in a first pass, when its text (lower case, comments and whitespace
   removed) contains a hiding form (`display:none`, `opacity:0`, `left:-`,

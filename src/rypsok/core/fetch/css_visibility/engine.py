@@ -45,12 +45,13 @@ from rypsok.core.fetch.css_visibility.properties import (
     _visually_clipped,
 )
 from rypsok.core.fetch.css_visibility.sheets import (
+    _cached_split,
     _Chunk,
     _Keys,
     _names_none_of,
+    _SheetRules,
     _spelling_pattern,
     _spells_any,
-    _split_rules,
 )
 from rypsok.core.fetch.css_visibility.tree import (
     _aria_hidden,
@@ -90,7 +91,8 @@ class _Engine:
     chars_removed: int = 0
     external: bool = False  # the page links a style sheet we do not read
     glyph_rules: bool = False  # a sheet names the glyph elements of MathJax 3
-    chunks: list[_Chunk] = field(default_factory=list)
+    chunks: list[_Chunk] = field(default_factory=list)  # the rules some element may match
+    read: list[tuple[_SheetRules, int]] = field(default_factory=list)  # sheets, rules read
     # Rules matched per element, the style attributes parsed, the cascaded values.
     entries: dict[Element, list[_Entry]] = field(default_factory=dict)
     inline: dict[Element, tuple[_Declared, ...]] = field(default_factory=dict)
@@ -108,7 +110,7 @@ class _Engine:
         self.external = _links_a_style_sheet(self.root)
         self._read_sheets()
         if self.glyph_rules:  # before anything is judged (MathJax 3 formulas)
-            draw_glyphs(self.root, self.chunks, external=self.external)
+            draw_glyphs(self.root, self._every_chunk(), external=self.external)
         self._find_attribute_candidates()
         hiding, others = self._first_pass_rules()
         for rule in hiding:
@@ -142,16 +144,54 @@ class _Engine:
         self.glyph_rules = any(_GLYPH_TAG in css for css in sheets)
         if any(_names_import(css) for css in sheets):
             self.external = True  # an imported sheet is not fetched either: colours unknown
+        read: list[tuple[_SheetRules, int]] = []  # each sheet and how many of its rules
         for css in sheets:
             size = len(css) if css.isascii() else len(css.encode("utf-8", "surrogatepass"))
             left = self.budget.sheet_bytes
             if not self.budget.take("sheet_bytes", size):
                 # LIM-V1: read the part that fits; a rule cut in two is dropped.
                 encoded = css.encode("utf-8", "surrogatepass")
-                part = encoded[:left].decode("utf-8", "ignore")
-                self.chunks.extend(_split_rules(part, len(self.chunks), self.external)[:-1])
-                return
-            self.chunks.extend(_split_rules(css, len(self.chunks), self.external))
+                part = _cached_split(encoded[:left].decode("utf-8", "ignore"))
+                read.append((part, max(0, len(part.rules) - 1)))
+                break
+            sheet = _cached_split(css)
+            read.append((sheet, len(sheet.rules)))
+        self._keep_viable_rules(read)
+
+    def _keep_viable_rules(self, read: list[tuple[_SheetRules, int]]) -> None:
+        """The rules some element may match, as chunks, in order (see `_SheetRules.viable`).
+
+        Every rule skipped here is one `_may_apply` refuses, which both passes ask
+        before anything else (the budgets included), so the page's check is the same
+        as over every rule; only the rules left are looked at one by one.
+        """
+        if not any(count for _, count in read):
+            return
+        classes, ids = self.present or self._present()
+        names = dict.fromkeys(
+            [*("." + name for name in classes), *("#" + name for name in ids)], ""
+        )
+        first = 0
+        for sheet, count in read:
+            viable = sheet.viable(names, count)
+            hiding = sheet.hiding(self.external, viable)
+            self.chunks.extend(
+                _Chunk(*sheet.rules[index], first + index, may_hide, sheet, index)
+                for index, may_hide in zip(viable, hiding, strict=True)
+            )
+            first += count
+        self.read = read
+
+    def _every_chunk(self) -> list[_Chunk]:
+        """All the rules read, viable or not (the glyph rules are judged on all of them)."""
+        chunks: list[_Chunk] = []
+        for sheet, count in self.read:
+            hiding = sheet.hiding(self.external)
+            chunks.extend(
+                _Chunk(*sheet.rules[index], len(chunks), hiding[index], sheet, index)
+                for index in range(count)
+            )
+        return chunks
 
     def _find_attribute_candidates(self) -> None:
         for element in _CANDIDATE_ATTRIBUTES(self.root):

@@ -17,7 +17,9 @@ import functools
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Final, NamedTuple
 
 from rypsok.core.fetch.css_visibility.media import _condition_applies
@@ -164,6 +166,10 @@ def _full_sketch(selectors: str) -> tuple[_Part, ...]:
                 quote = ""
         elif char in "\"'":
             quote = char
+        elif char == "/" and selectors.startswith("*", position):
+            # A comment: no name in it is needed (`p/* .x */.y` is `p.y`). It separates
+            # nothing either, so the compound goes on after it.
+            position = _comment_end(selectors, position)
         elif char in "([":
             depth += 1
         elif char in ")]":
@@ -180,10 +186,7 @@ def _full_sketch(selectors: str) -> tuple[_Part, ...]:
             subject, tag = set(), None
         elif char in ".#" or char in _NAME_CHARS or ord(char) > 127:
             start = position if char in ".#" else position - 1
-            while position < size and (
-                selectors[position] in _NAME_CHARS or ord(selectors[position]) > 127
-            ):
-                position += 1
+            position = _name_end(selectors, position)
             if position < size and selectors[position] == "\\":
                 subject.add("\\")
                 continue
@@ -198,6 +201,22 @@ def _full_sketch(selectors: str) -> tuple[_Part, ...]:
                 tag = name.lower()
     parts.append(_Part(frozenset(classes), frozenset(ids), frozenset(subject), tag))
     return tuple(parts)
+
+
+def _comment_end(selectors: str, position: int) -> int:
+    """Past the comment whose `*` is at `position` (the end of the text if it is open)."""
+    end = selectors.find("*/", position + 1)
+    return len(selectors) if end < 0 else end + 2
+
+
+def _name_end(selectors: str, position: int) -> int:
+    """Where the name going on at `position` ends (ASCII name characters or non-ASCII)."""
+    size = len(selectors)
+    while position < size and (
+        selectors[position] in _NAME_CHARS or ord(selectors[position]) > 127
+    ):
+        position += 1
+    return position
 
 
 class _Scanner:
@@ -284,20 +303,6 @@ def _at_rule_name(head: str) -> tuple[str, str]:
     return head[1:end].lower(), head[end:]
 
 
-def _split_rules(css: str, first_order: int, external: bool = False) -> list[_Chunk]:
-    """The qualified rules of a sheet whose enclosing at-rules apply, in order.
-
-    The chunks are fresh (they carry page state); what is read from their text
-    alone comes from the sheet's `_SheetRules`, remembered per sheet text.
-    """
-    sheet = _cached_split(css)
-    hiding = sheet.hiding(external)
-    return [
-        _Chunk(text, brace, first_order + index, hiding[index], sheet, index)
-        for index, (text, brace) in enumerate(sheet.rules)
-    ]
-
-
 class _SheetRules:
     """A sheet's rules and the pre-checks read from their text, computed once per sheet.
 
@@ -313,43 +318,81 @@ class _SheetRules:
     directly; any other rule goes through `could_hide` as it is.
     """
 
-    __slots__ = ("_hiding", "_lowered_blocks", "rules")
+    __slots__ = ("_hiding", "_last_viable", "_lowered_blocks", "_selectors", "rules")
 
     def __init__(self, css: str) -> None:
         self.rules: Final = _uncached_split(css)
-        self._hiding: dict[bool, tuple[bool, ...]] = {}
+        self._hiding: dict[bool, dict[int, bool]] = {}
         self._lowered_blocks: list[str] | None = None
+        self._selectors: tuple[list[str] | None, tuple[str, ...], bool] | None = None
+        self._last_viable: tuple[bytes, int, tuple[int, ...]] | None = None
 
-    def hiding(self, external: bool) -> tuple[bool, ...]:
-        known = self._hiding.get(external)
-        if known is None:
-            known = self._could_hide_each(external)
-            self._hiding[external] = known  # two threads may both compute it: same value
-        return known
+    def hiding(self, external: bool, indexes: Sequence[int] | None = None) -> tuple[bool, ...]:
+        """`could_hide` of the rules at `indexes` (default: all), each computed once."""
+        if indexes is None:
+            indexes = range(len(self.rules))
+        known = self._hiding.setdefault(external, {})  # two threads may both fill it: same
+        missing = [index for index in indexes if index not in known]
+        if missing:
+            flags = _could_hide_each([self.rules[index][0] for index in missing], external)
+            known.update(zip(missing, flags, strict=True))
+        return tuple(known[index] for index in indexes)
 
-    def _could_hide_each(self, external: bool) -> tuple[bool, ...]:
-        lowered = _RULE_SEPARATOR.join(text for text, _ in self.rules).lower()
-        plain = lowered.isascii() and not any(space in lowered for space in _SPLIT_ONLY_SPACES)
-        joined = "".join(lowered.split())
-        stripped = joined.split(_RULE_SEPARATOR)
-        if len(stripped) != len(self.rules):  # no rules, or (never from lxml) a NUL in one
-            return tuple(could_hide(text, external=external) for text, _ in self.rules)
-        # `_compact_could_hide` per rule, found from the joined text: the rules holding a
-        # hiding form, then the colour check only for rules that name a colour. The
-        # separator is in no form, so no occurrence spans two rules.
-        starts = _rule_starts(joined)
-        flags = [False] * len(self.rules)
-        for index in _rules_holding(joined, starts, _HIDING_FORMS):
-            flags[index] = True
-        for index in _rules_holding(joined, starts, _COLOUR_MARKS):
-            if not flags[index]:
-                flags[index] = _colours_could_hide(";" + stripped[index], external)
-        if plain and "/*" not in joined:
-            return tuple(flags)
-        for index, text in enumerate(stripped):  # the rules `_compact` would read otherwise
-            if not plain or "/*" in text:
-                flags[index] = could_hide(self.rules[index][0], external=external)
-        return tuple(flags)
+    def viable(self, names: Mapping[str, str], count: int) -> list[int]:
+        """The indexes of the first `count` rules that some element of the page may match,
+        as far as the classes and ids of their selectors say (`names`: every class the
+        page carries as `.name`, every id as `#name`, each mapped to "").
+
+        A superset of the rules `_Part` sketches let through: a rule is left out only
+        when every selector of its group names, outside brackets, strings and
+        escapes, a class or id no element carries. Found for the whole sheet at once:
+        the names are cut out of the joined selectors by one regular expression, looked
+        up in C (`map` over `dict.get`), and each absent one leaves `_ABSENT` behind;
+        only a rule with a mark left is looked at in Python.
+        """
+        pieces, distinct, commented = self._selector_names()
+        if pieces is None:  # a separator or the mark in a selector (never from lxml)
+            return list(range(count))
+        # The answer depends only on which of the sheet's names the page carries: a page
+        # of the same template (the same page again) reuses the last one.
+        carried = bytes(map(names.__contains__, distinct))
+        last = self._last_viable
+        if last is not None and last[0] == carried and last[1] == count:
+            return list(last[2])
+        marked_pieces = pieces.copy()
+        marked_pieces[1::2] = map(names.get, pieces[1::2], repeat(_ABSENT))
+        marked = "".join(marked_pieces).split(_RULE_SEPARATOR)
+        viable = [
+            index
+            for index, text in enumerate(marked[:count])
+            if _ABSENT not in text or self._kept(index, text, commented)
+        ]
+        self._last_viable = (carried, count, tuple(viable))  # one assignment: thread-safe
+        return viable
+
+    def _kept(self, index: int, marked: str, commented: bool) -> bool:
+        """Whether a rule with an absent name stays: a selector of it names none, or its
+        names cannot be read without parsing (the marks of `_HARD_SELECTOR_MARKS`)."""
+        if any(mark in marked for mark in _HARD_NAME_MARKS):
+            return True
+        if commented and "/*" in self.rules[index][0][: self.rules[index][1]]:
+            return True
+        return any(_ABSENT not in selector for selector in marked.split(","))
+
+    def _selector_names(self) -> tuple[list[str] | None, tuple[str, ...], bool]:
+        """The rules' selector texts joined by `_RULE_SEPARATOR` and cut at their names
+        (the names at odd places), the distinct names, and whether a selector may hold
+        a comment; computed once per sheet. None when the cut cannot be trusted."""
+        if self._selectors is None:
+            joined = _RULE_SEPARATOR.join(text[:brace] for text, brace in self.rules)
+            pieces = _SELECTOR_NAME.split(joined)
+            usable = _ABSENT not in joined and joined.count(_RULE_SEPARATOR) + 1 == len(self.rules)
+            self._selectors = (
+                pieces if usable else None,
+                tuple(dict.fromkeys(pieces[1::2])),
+                "/*" in joined,
+            )
+        return self._selectors
 
     def spells(self, index: int, spellings: re.Pattern[str]) -> bool:
         """Whether rule `index`'s block (lower case) holds one of `spellings`."""
@@ -359,8 +402,40 @@ class _SheetRules:
         return spellings.search(self._lowered_blocks[index]) is not None
 
 
+def _could_hide_each(texts: list[str], external: bool) -> tuple[bool, ...]:
+    """`could_hide` of each rule text, found from the texts joined (see `_SheetRules`)."""
+    lowered = _RULE_SEPARATOR.join(texts).lower()
+    plain = lowered.isascii() and not any(space in lowered for space in _SPLIT_ONLY_SPACES)
+    joined = "".join(lowered.split())
+    stripped = joined.split(_RULE_SEPARATOR)
+    if len(stripped) != len(texts):  # no rules, or (never from lxml) a NUL in one
+        return tuple(could_hide(text, external=external) for text in texts)
+    # `_compact_could_hide` per rule, found from the joined text: the rules holding a
+    # hiding form, then the colour check only for rules that name a colour. The
+    # separator is in no form, so no occurrence spans two rules.
+    starts = _rule_starts(joined)
+    flags = [False] * len(texts)
+    for index in _rules_holding(joined, starts, _HIDING_FORMS):
+        flags[index] = True
+    for index in _rules_holding(joined, starts, _COLOUR_MARKS):
+        if not flags[index]:
+            flags[index] = _colours_could_hide(";" + stripped[index], external)
+    if plain and "/*" not in joined:
+        return tuple(flags)
+    for index, text in enumerate(stripped):  # the rules `_compact` would read otherwise
+        if not plain or "/*" in text:
+            flags[index] = could_hide(texts[index], external=external)
+    return tuple(flags)
+
+
 # Never in a sheet: the parser removes C0 controls other than whitespace.
 _RULE_SEPARATOR: Final = "\x00"
+_ABSENT: Final = "\x01"  # what `viable` leaves where a selector named an absent class or id
+# A class or id as `_simple_sketch` reads it: up to whitespace (`str.split`'s, which is
+# the pattern's \s), a combinator, a comma or the next name mark. The marks of
+# `_HARD_NAME_MARKS` end it too, so that they survive the cut and keep their rule.
+_SELECTOR_NAME: Final = re.compile(r"""([.#][^\s.#:*>+~,\x00\x01(\[\\"']+)""")
+_HARD_NAME_MARKS: Final = ("(", "[", "\\", '"', "'", "\r", "\f")  # and "/*", looked up apart
 # ASCII characters `str.split` takes for whitespace and CSS (and `_compact`) does not.
 _SPLIT_ONLY_SPACES: Final = ("\x0b", "\x1c", "\x1d", "\x1e", "\x1f")
 
@@ -431,6 +506,12 @@ class _SheetCache:
 _cached_split: Final = _SheetCache()
 
 
+# A qualified rule without strings, escapes, comments, nested blocks or a `;` or `@`
+# before its block: what the general steps of `_uncached_split` would cut from its
+# start, found by one match (the comment test is done on the match).
+_SIMPLE_RULE: Final = re.compile(r"""([^{};"'\\@]*)\{[^{}"'\\]*\}""")
+
+
 def _uncached_split(css: str) -> tuple[tuple[str, int], ...]:
     """(text, where its block opens) of each qualified rule whose at-rules apply."""
     scanner = _Scanner(css)
@@ -438,6 +519,13 @@ def _uncached_split(css: str) -> tuple[tuple[str, int], ...]:
     applies: list[bool] = [True]  # one entry per open at-rule block
     start = cursor = 0
     while True:
+        if cursor == start:  # most rules: one match, and the state the steps below reach
+            simple = _SIMPLE_RULE.match(css, start)
+            if simple is not None and "/*" not in simple.group():
+                if applies[-1]:
+                    chunks.append((simple.group(), simple.end(1) - start))
+                start = cursor = simple.end()
+                continue
         position = scanner.special(cursor)
         if position >= scanner.size:
             break
