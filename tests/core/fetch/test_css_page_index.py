@@ -12,14 +12,12 @@ REQ-SEC-003: what shows stays verbatim.
 from __future__ import annotations
 
 import pytest
-from cssselect import parse as parse_selectors
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rypsok.core import limits
 from rypsok.core.fetch.css_visibility import HiddenStats, clear_caches, drop_hidden
 from rypsok.core.fetch.css_visibility.engine import _Engine
-from rypsok.core.fetch.css_visibility.matching import _parse_plain_group
 from rypsok.core.fetch.css_visibility.sheets import _SheetRules, _sketch
 from rypsok.core.fetch.parse import Element, parse_bounded
 
@@ -177,44 +175,6 @@ def test_the_sheet_index_leaves_out_rules_whose_every_selector_names_an_absent_c
     names = {".a": "", "#i": ""}
     assert sheet.viable(names, 5) == [0, 3]
     assert sheet.viable(names, 3) == [0]
-
-
-_SELECTOR_TEXT = st.lists(
-    st.sampled_from(
-        [
-            *("a", "div", "H1", "-x", "--y", "_z", "*", ".a", ".b-1", ".5", "#i", "#1a", "#"),
-            *(".", " ", "  ", "\t", "\n", "\r", "\f", "\x0b", "\xa0", ">", "+", "~", ","),
-            *(":hover", "é", ".é", "[x]", "\\61", "-", "1", "+1", "/**/"),
-        ]
-    ),
-    max_size=12,
-)
-
-
-@pytest.mark.req("REQ-CTX-005")
-@settings(max_examples=1_000, deadline=None, database=None)
-@given(pieces=_SELECTOR_TEXT)
-def test_plain_selector_groups_parse_exactly_as_cssselect_parses_them(pieces: list[str]) -> None:
-    """REQ-CTX-005: a group the fast reader takes gives cssselect's own trees (so the
-    same XPath and specificity); a group cssselect refuses is never taken by it."""
-    text = "".join(pieces)
-    fast = _parse_plain_group(text)
-    if fast is None:
-        return
-    expected = parse_selectors(text)
-    assert [repr(selector) for selector in fast] == [repr(selector) for selector in expected]
-    assert [s.specificity() for s in fast] == [s.specificity() for s in expected]
-    assert all(selector.pseudo_element is None for selector in expected)
-
-
-@pytest.mark.req("REQ-CTX-005")
-def test_plain_selector_reader_takes_the_common_shapes_and_leaves_the_rest() -> None:
-    """REQ-CTX-005: compounds with combinators and groups are read; pseudo-classes,
-    attributes, escapes, non-ASCII names and invalid groups go to cssselect."""
-    for taken in ("div.a#b > p .c", " a ,b~.c+#d ", "*.x", "-a.-b"):
-        assert _parse_plain_group(taken) is not None, taken
-    for left in ("a:hover", "a[x]", ".\\61", ".é", "a,", "a*", "a > > b", ".5", "--a", ""):
-        assert _parse_plain_group(left) is None, left
 
 
 @pytest.mark.req("REQ-CTX-005")

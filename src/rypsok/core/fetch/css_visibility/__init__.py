@@ -12,8 +12,7 @@ treated as having unknown colours (see "Colour" below). `<style>` and
 Parsing. Style sheets and declarations are parsed by tinycss2, selectors by
 cssselect (turned into XPath 1.0 that lxml compiles and evaluates in C). No
 regular expression decides what hides: the few in `sheets` and `matching`
-only find rule boundaries, names, or the plain selector groups they read into
-exactly the trees cssselect's parser builds (held equal by property tests).
+only find rule boundaries and names.
 tinycss2 tokenises in pure Python at about 1 MB/s, several times slower than
 the whole extraction of a page, so a sheet is first cut into its rules by a
 small splitter that only tracks strings, comments, escapes and braces

@@ -11,7 +11,6 @@ its declarations (`properties`) and, when first matched, its selectors.
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -25,11 +24,9 @@ from cssselect.parser import (
     Matching,
     Negation,
     Relation,
-    Selector,
     SpecificityAdjustment,
     Tree,
 )
-from cssselect.parser import Element as TypeSelector
 from cssselect.xpath import ExpressionError
 from lxml import etree  # type: ignore[import-untyped]
 
@@ -151,7 +148,7 @@ def _cached_selectors(text: str) -> tuple[_Selector, ...]:
 
 def _uncached_selectors(text: str) -> tuple[_Selector, ...]:
     try:
-        parsed = _parse_plain_group(text) or parse_selectors(text)
+        parsed = parse_selectors(text)
     except (SelectorError, ValueError, TypeError, IndexError, AttributeError, RecursionError):
         return ()  # an invalid selector invalidates the whole rule, as in a browser
     compiled: list[_Selector] = []
@@ -184,56 +181,6 @@ def _uncached_selectors(text: str) -> tuple[_Selector, ...]:
             )
         )
     return tuple(compiled)
-
-
-# A group of compounds of a tag (or `*`), classes and ids, joined by combinators: the
-# shape of most rules of real sheets, read by two regular expressions into the same trees
-# cssselect's parser builds (its tokenizer and parser are pure Python and cost more than
-# the translation). Only ASCII names that cssselect's tokenizer reads as one identifier
-# (or one hash) and its own whitespace are taken; anything else goes to cssselect.
-_IDENT: Final = r"-?[_a-zA-Z][_a-zA-Z0-9-]*"
-_SPACE: Final = " \t\r\n\f"  # cssselect's whitespace (not Python's)
-# One step: what separates it from the last compound, then the compound. Every part is
-# optional and nothing follows, so a match never backtracks: linear in the text.
-_PLAIN_STEP: Final = re.compile(
-    rf"([{_SPACE}]*[>+~,]?[{_SPACE}]*)({_IDENT}|\*)?((?:\.{_IDENT}|#[_a-zA-Z0-9-]+)*)"
-)
-_PLAIN_NAME: Final = re.compile(rf"([.#])({_IDENT}|[_a-zA-Z0-9-]+)")
-
-
-def _parse_plain_group(text: str) -> list[Selector] | None:
-    """cssselect's parse of a group of plain compounds and combinators; None for any
-    other text (and for one cssselect would refuse, such as an empty selector)."""
-    selectors: list[Selector] = []
-    tree: Tree | None = None
-    position, size = 0, len(text.rstrip(_SPACE))
-    while position < size:
-        step = _PLAIN_STEP.match(text, position)
-        if step is None or step.end() == position:
-            return None  # a character no plain selector has
-        separator, tag, names = step.groups()
-        combinator = separator.strip(_SPACE)
-        if not (tag or names):
-            return None  # an empty compound: `a,,b`, `a >`
-        if tree is not None and not separator:
-            return None  # two compounds with nothing between them: `a*`
-        compound: Tree = TypeSelector(None, None if tag in (None, "*") else tag)
-        for mark, name in _PLAIN_NAME.findall(names):
-            compound = Class(compound, name) if mark == "." else Hash(compound, name)
-        if tree is None:
-            if combinator:
-                return None  # the group starts with a combinator or a comma
-            tree = compound
-        elif combinator == ",":
-            selectors.append(Selector(tree))
-            tree = compound
-        else:
-            tree = CombinedSelector(tree, combinator or " ", compound)
-        position = step.end()
-    if tree is None:
-        return None
-    selectors.append(Selector(tree))
-    return selectors
 
 
 _AXES: Final = {
