@@ -22,7 +22,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from rypsok.core.engines import brave, common, marginalia, mediawiki, mojeek, wikidata, wikipedia
+from rypsok.core.engines import (
+    brave,
+    common,
+    marginalia,
+    mediawiki,
+    mojeek,
+    searxng,
+    wikidata,
+    wikipedia,
+)
 from rypsok.core.engines.base import (
     Driver,
     EngineFailure,
@@ -41,6 +50,10 @@ _DRIVERS: dict[str, tuple[Driver, type[BaseModel]]] = {
     "brave": (brave.Brave(EngineSettings(api_key="k")), brave._Answer),
     "mojeek": (mojeek.Mojeek(EngineSettings(api_key="k")), mojeek._Envelope),
     "marginalia": (marginalia.Marginalia(EngineSettings(api_key="k")), marginalia._Answer),
+    "searxng": (
+        searxng.SearXNG(EngineSettings(endpoint="http://127.0.0.1:1/search")),
+        searxng._Answer,
+    ),
 }
 # Every module that calls `json_model` by the name it imported.
 _CALLERS = (common, mediawiki, brave)
