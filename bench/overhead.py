@@ -15,6 +15,10 @@ Scenarios:
 * pipeline: `SearchPipeline.search` with 1, 2, 3, 5 and 8 engines;
 * layers at 5 engines: the same through `Services.call` and through the SDK's
   in-memory `mcp.Client(build_server(services))`;
+* real 5: the five real general drivers of `bench e2e` (wikipedia, wikidata,
+  brave, mojeek, marginalia), without their provider spacing, reading their
+  recorded answers with 10 hits each: the drivers' own parsing, the boundary
+  and the fusion of 50 hits as a real call has them;
 * no hits: 5 engines that answer an empty list: the orchestration alone;
 * heavy: 16 engines (the LIM-S8 ceiling), 20 results each, snippets past
   LIM-S10, so cleaning truncates: the largest fusion a call can have;
@@ -25,6 +29,8 @@ Scenarios:
 
 from __future__ import annotations
 
+import pathlib
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -35,9 +41,13 @@ from mcp import Client
 
 from bench.common import bench_config, emit, percentile, summary, table
 from bench.drivers import bench_drivers, bench_pipeline, bench_routes, services_with
+from bench.e2e import ENGINES as REAL_ENGINES
+from bench.e2e import HITS as REAL_HITS
+from bench.e2e import _with_hits
 from bench.fakeserver import FakeServer, Stats
 from bench.payloads import result_count
-from rypsok.core.engines.base import Category
+from rypsok.core.engines import registry
+from rypsok.core.engines.base import Admission, Category, Driver, EngineSettings
 from rypsok.core.search.aggregate import SearchRequest
 from rypsok.mcp.server import build_server
 
@@ -223,6 +233,40 @@ async def _pipeline_scenarios(calls: int, warmup: int) -> list[Sample]:
     return samples
 
 
+def _real_drivers(base_url: str) -> list[Driver]:
+    """The e2e five at the fake server, each without spacing (its own class, its own queue)."""
+    drivers: list[Driver] = []
+    for engine, (path, _, _) in REAL_ENGINES.items():
+        unspaced = type(
+            f"Unspaced{engine.title()}",
+            (registry.driver_class(engine),),
+            {"admission": Admission(min_interval_ms=0, max_concurrency=8)},
+        )
+        drivers.append(unspaced(EngineSettings(endpoint=f"{base_url}{path}", api_key="bench")))
+    return drivers
+
+
+async def _real_scenario(calls: int, warmup: int, directory: pathlib.Path) -> Sample:
+    """The pipeline with the five real drivers reading their recorded answers."""
+    routes = {}
+    for i, (engine, (path, _, _)) in enumerate(REAL_ENGINES.items()):
+        body = directory / f"{engine}.json"
+        body.write_bytes(_with_hits(engine, REAL_HITS))
+        suffix = "/web/search" if engine == "brave" else ""  # Brave appends its path
+        routes[path + suffix] = {"delay_ms": DELAYS_MS[i], "file": str(body),
+                                 "content_type": "application/json; charset=utf-8"}  # fmt: skip
+    with FakeServer(routes) as server:
+        pipeline, egress, _ = bench_pipeline(_real_drivers(server.base_url), bench_config())
+        try:
+            call = _pipeline_call(pipeline)
+            hits = len(REAL_ENGINES) * REAL_HITS
+            return await _measure(
+                server, call, "real 5", len(REAL_ENGINES), calls=calls, warmup=warmup, hits=hits
+            )
+        finally:
+            await egress.aclose()
+
+
 async def _empty_scenario(calls: int, warmup: int) -> Sample:
     """5 engines that answer no result: what the orchestration alone costs."""
     config = bench_config()
@@ -316,6 +360,8 @@ async def _deadline_scenario(sequential: int, concurrent: int, rounds: int) -> l
 async def run(quick: bool = False) -> dict[str, Any]:
     calls, warmup = (50, 5) if quick else (200, 10)
     samples = await _pipeline_scenarios(calls, warmup)
+    with tempfile.TemporaryDirectory() as directory:
+        samples.append(await _real_scenario(calls, warmup, pathlib.Path(directory)))
     samples.append(await _empty_scenario(calls, warmup))
     samples.append(await _heavy_scenario(calls // 5, warmup // 2))
     emit(

@@ -599,3 +599,85 @@ def test_the_steps_skipped_on_text_without_their_characters_still_apply_with_the
 ) -> None:
     """REQ-RANK-002, REQ-RANK-003: escapes and tab/newline removal where present, else nothing."""
     assert normalize_result_url(raw) == ResultUrl(url=url, key=key)
+
+
+# --- the already-canonical fast path (performance §20.2) ------------------------------------
+
+# Printable ASCII and a few characters each step of the full reading changes.
+_NEAR_CANONICAL = (
+    "".join(map(chr, range(0x21, 0x7F))) + " \t\x00\x7f\u00e4\u200b\U0001f600" + "aaaa////%%%%"
+)
+_NEAR_CANONICAL_URLS = st.builds(
+    lambda scheme, separator, host, port, path, query, fragment: (
+        f"{scheme}{separator}{host}{port}{path}{query}{fragment}"
+    ),
+    st.sampled_from(["https", "http", "https", "http", "HTTPS", "ftp"]),
+    st.sampled_from(["://", "://", "://", ":/", ":///", ":\\\\", "://\\"]),
+    st.lists(_HOST_PIECES, min_size=1, max_size=6).map("".join),
+    st.sampled_from(["", "", "", ":", ":443", ":8080", ":0080"]),
+    st.one_of(
+        st.just(""),
+        st.text(alphabet=_NEAR_CANONICAL, max_size=30).map(lambda path: "/" + path),
+        st.text(alphabet=_NEAR_CANONICAL, max_size=30),
+    ),
+    st.one_of(
+        st.just(""),
+        st.lists(
+            st.sampled_from(
+                ["a=1", "q=x%20y", "utm_source=x", "gclid", "%67clid=1", "ref=z", "", "b='", "c=?"]
+            ),
+            max_size=4,
+        ).map(lambda params: "?" + "&".join(params)),
+        st.text(alphabet=_NEAR_CANONICAL, max_size=20).map(lambda query: "?" + query),
+    ),
+    st.one_of(st.just(""), st.text(alphabet=_NEAR_CANONICAL, max_size=12).map("#".__add__)),
+)
+
+
+@pytest.mark.req("REQ-RANK-002", "REQ-RANK-003")
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(_NEAR_CANONICAL_URLS, _ANY_URL))
+def test_the_canonical_fast_path_agrees_with_the_full_reading(raw: str) -> None:
+    """REQ-RANK-002, REQ-RANK-003: a URL the fast path takes gets the full reading's url and key."""
+    fast = urls._already_canonical(raw)
+    assert fast is None or fast == urls._read_url(raw)
+    assert normalize_result_url(raw) == urls._read_url(raw)
+
+
+@pytest.mark.req("REQ-RANK-002", "REQ-RANK-003")
+@pytest.mark.parametrize(
+    ("raw", "key"),
+    [
+        ("https://en.wikipedia.org/wiki/Quantum_mechanics",
+         "https://en.wikipedia.org/wiki/Quantum_mechanics"),
+        ("https://www.wikidata.org/wiki/Q72", "https://www.wikidata.org/wiki/Q72"),
+        ("https://docs.rs/reqwest/latest/reqwest/", "https://docs.rs/reqwest/latest/reqwest/"),
+        ("https://www.python-httpx.org/?r=12", "https://www.python-httpx.org/?r=12"),
+        ("https://curl.se", "https://curl.se/"),
+        ("https://curl.se?x=1#top", "https://curl.se/?x=1"),
+        ("https://a.example/p(1)?q=a+b&c=[d]#frag#2", "https://a.example/p(1)?q=a+b&c=[d]"),
+        ("https://a.example/%7eA?q=%c3%a4", "https://a.example/~A?q=%C3%A4"),
+        ("http://a.example.", "http://a.example./"),
+    ],
+)  # fmt: skip
+def test_urls_as_engines_return_them_take_the_fast_path(raw: str, key: str) -> None:
+    """REQ-RANK-002, REQ-RANK-003: the common form is answered by one match, with the same key."""
+    assert urls._already_canonical(raw) == ResultUrl(url=raw, key=key) == urls._read_url(raw)
+
+
+@pytest.mark.req("REQ-RANK-003")
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "HTTPS://a.example/", "https://A.example/", "https:/a.example/", "https://a.example:443/",
+        "https://a.example\\p", "https://a.example/a\\b", "https://a.example/^",
+        "https://a.ex ample/", "https://a.example/?q='", "https://a.example/#`",
+        "https://a.example/ä", "https://xn--bcher-kva.example/",
+        "https://1.2.3.4/", "https://a..example/", "https://a.example/?utm_source=x",
+        "https://a.example/?%75tm_source=x", "https://u@a.example/", "https://[::1]/",
+        "https://a.example/" + "p" * limits.URL_MAX_CHARS,
+    ],
+)  # fmt: skip
+def test_urls_a_step_would_change_are_left_to_the_full_reading(raw: str) -> None:
+    """REQ-RANK-003: the fast path declines every URL whose reading changes it or refuses it."""
+    assert urls._already_canonical(raw) is None

@@ -39,9 +39,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import ClassVar, Final, Literal
+from typing import Annotated, ClassVar, Final, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, RootModel
 
 from rypsok.core import limits
 from rypsok.core.engines.base import (
@@ -58,11 +58,13 @@ from rypsok.core.engines.base import (
     retry_after_ms,
 )
 from rypsok.core.engines.common import (
+    Lenient,
     StrictModel,
     capped_wait_ms,
     collect_hits,
     decode_json,
     iso_date,
+    json_model,
     raise_for_interstitial,
     raise_for_status,
     validate,
@@ -110,8 +112,16 @@ class _Kind(StrictModel):
     type: str
 
 
+class _Result(StrictModel):
+    title: str = Field(min_length=1)
+    url: str = Field(min_length=1)
+    # Optional fields are read leniently: a malformed one is dropped, not fatal.
+    description: object = None
+    page_age: object = None
+
+
 class _WebBlock(StrictModel):
-    results: list[object]
+    results: list[Lenient[_Result]]
 
 
 class _WebAnswer(StrictModel):
@@ -121,15 +131,13 @@ class _WebAnswer(StrictModel):
 
 class _NewsAnswer(StrictModel):
     type: Literal["news"]
-    results: list[object]
+    results: list[Lenient[_Result]]
 
 
-class _Result(StrictModel):
-    title: str = Field(min_length=1)
-    url: str = Field(min_length=1)
-    # Optional fields are read leniently: a malformed one is dropped, not fatal.
-    description: object = None
-    page_age: object = None
+class _Answer(RootModel[Annotated[_WebAnswer | _NewsAnswer, Field(discriminator="type")]]):
+    """Either answer, told apart by `type`, for the one pass of `json_model`."""
+
+    model_config = ConfigDict(frozen=True, strict=True, defer_build=True)
 
 
 class _ErrorDetail(StrictModel):
@@ -193,13 +201,16 @@ class Brave(Driver):
 
     def parse(self, response: EngineResponse) -> list[RawHit]:
         self._raise_for_failure(response)
+        answer = json_model(_Answer, response)
+        if answer is not None:
+            return _hits_of(answer.root)
+        # Refused in one pass: the two steps decide (`json_model`).
         document = decode_json(response)
         kind = validate(_Kind, document).type
         if kind == "search":
-            web = validate(_WebAnswer, document).web
-            return collect_hits(web.results if web is not None else [], _hit)
+            return _hits_of(validate(_WebAnswer, document))
         if kind == "news":
-            return collect_hits(validate(_NewsAnswer, document).results, _hit)
+            return _hits_of(validate(_NewsAnswer, document))
         raise EngineFailure(FailureClass.PARSE_FAILURE)
 
     def _raise_for_failure(self, response: EngineResponse) -> None:
@@ -218,11 +229,17 @@ class Brave(Driver):
         raise_for_status(response, credentials_sent=keyed)
 
 
+def _hits_of(answer: _WebAnswer | _NewsAnswer) -> list[RawHit]:
+    if isinstance(answer, _NewsAnswer):
+        return collect_hits(answer.results, _hit)
+    return collect_hits(answer.web.results if answer.web is not None else [], _hit)
+
+
 def _hit(position: int, item: object) -> RawHit | None:
     """One result, or None when it lacks a title or a URL: that result is skipped."""
-    result = validate_or_none(_Result, item)
-    if result is None:
+    if not isinstance(item, _Result):
         return None
+    result = item
     return RawHit(
         rank=position,
         url=result.url,

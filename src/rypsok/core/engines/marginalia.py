@@ -43,13 +43,12 @@ from rypsok.core.engines.base import (
     retry_after_ms,
 )
 from rypsok.core.engines.common import (
+    Lenient,
     StrictModel,
     collect_hits,
-    decode_json,
     raise_for_interstitial,
     raise_for_status,
-    validate,
-    validate_or_none,
+    read_json,
 )
 
 _KEY_HEADER: Final = "API-Key"
@@ -58,15 +57,15 @@ _LANGUAGES: Final = frozenset({"en", "sv", "de", "fr"})
 _LICENCE_MAX_CHARS: Final = 64
 
 
-class _Answer(StrictModel):
-    license: str = ""
-    results: list[object]
-
-
 class _Result(StrictModel):
     url: str = Field(min_length=1)
     title: str = ""
     description: str = ""
+
+
+class _Answer(StrictModel):
+    license: str = ""
+    results: list[Lenient[_Result]]
 
 
 class Marginalia(Driver):
@@ -112,7 +111,7 @@ class Marginalia(Driver):
                 FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(response.headers)
             )
         raise_for_status(response, credentials_sent=self.settings.api_key is not None)
-        answer = validate(_Answer, decode_json(response))
+        answer = read_json(_Answer, response)
         notice = _attribution(answer.license)
         return collect_hits(answer.results, lambda position, item: _hit(position, item, notice))
 
@@ -126,8 +125,8 @@ def _attribution(licence: str) -> str:
 
 
 def _hit(position: int, item: object, notice: str) -> RawHit | None:
-    result = validate_or_none(_Result, item)
-    if result is None or not result.title.strip():
+    if not isinstance(item, _Result) or not item.title.strip():
         return None
+    result = item
     snippet = " ".join(part for part in (result.description, notice) if part)
     return RawHit(rank=position, url=result.url, title=result.title, snippet=snippet)

@@ -17,7 +17,7 @@ The code and its `info` text never leave this module (REQ-SEC-016).
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, TypeVar
 
 from rypsok.core.engines.base import (
     EngineFailure,
@@ -25,22 +25,42 @@ from rypsok.core.engines.base import (
     FailureClass,
     retry_after_ms,
 )
-from rypsok.core.engines.common import StrictModel, decode_json, raise_for_status, validate_or_none
+from rypsok.core.engines.common import (
+    StrictModel,
+    decode_json,
+    json_model,
+    raise_for_status,
+    validate,
+    validate_or_none,
+)
 
 THROTTLE_CODES: Final = frozenset({"ratelimited", "maxlag"})
+
+
+class MediaWikiAnswer(StrictModel):
+    """The base of an engine's answer model: it notices an `error` object, even a null one."""
+
+    error: object = None
+
+
+_A = TypeVar("_A", bound=MediaWikiAnswer)
 
 
 class _ApiError(StrictModel):
     code: str
 
 
-def read_answer(response: EngineResponse) -> object:
-    """The JSON document of a MediaWiki answer, or the `EngineFailure` it signals."""
+def read_answer(response: EngineResponse, model: type[_A]) -> _A:
+    """A MediaWiki answer as `model`, or the `EngineFailure` it signals."""
     raise_for_status(response)
+    answer = json_model(model, response)
+    if answer is not None and "error" not in answer.model_fields_set:
+        return answer
+    # Refused in one pass, or an error: the document decides (`json_model`).
     document = decode_json(response)
     if isinstance(document, dict) and "error" in document:
         raise _api_failure(document["error"], response)
-    return document
+    return validate(model, document)
 
 
 def _api_failure(error: object, response: EngineResponse) -> EngineFailure:

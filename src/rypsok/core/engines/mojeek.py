@@ -54,13 +54,12 @@ from rypsok.core.engines.base import (
     TimeRange,
 )
 from rypsok.core.engines.common import (
+    Lenient,
     StrictModel,
     collect_hits,
-    decode_json,
     raise_for_status,
+    read_json,
     utc_day,
-    validate,
-    validate_or_none,
     window_start,
 )
 
@@ -77,20 +76,20 @@ class _Head(StrictModel):
     returned: object = Field(default=None, alias="return")
 
 
-class _Answer(StrictModel):
-    status: str
-    head: _Head | None = None
-    results: list[object] | None = None
-
-
-class _Envelope(StrictModel):
-    response: _Answer
-
-
 class _Result(StrictModel):
     url: str = Field(min_length=1)
     title: str = Field(min_length=1)
     desc: object = None  # a malformed snippet is dropped, not fatal
+
+
+class _Answer(StrictModel):
+    status: str
+    head: _Head | None = None
+    results: list[Lenient[_Result]] | None = None
+
+
+class _Envelope(StrictModel):
+    response: _Answer
 
 
 class Mojeek(Driver):
@@ -139,7 +138,7 @@ class Mojeek(Driver):
 
     def parse(self, response: EngineResponse) -> list[RawHit]:
         raise_for_status(response, credentials_sent=self.settings.api_key is not None)
-        answer = validate(_Envelope, decode_json(response)).response
+        answer = read_json(_Envelope, response).response
         _raise_for_status_field(answer.status)
         return collect_hits(_items(answer), _hit)
 
@@ -165,7 +164,7 @@ def _raise_for_status_field(status: str) -> None:
     raise EngineFailure(FailureClass.REQUEST_FAILURE)
 
 
-def _items(answer: _Answer) -> list[object]:
+def _items(answer: _Answer) -> list[_Result | object]:
     """The results; a missing list is empty only when the head says zero were returned."""
     if answer.results is not None:
         return answer.results
@@ -177,9 +176,9 @@ def _items(answer: _Answer) -> list[object]:
 
 def _hit(position: int, item: object) -> RawHit | None:
     """One result, or None when it lacks a URL or a title: that result is skipped."""
-    result = validate_or_none(_Result, item)
-    if result is None:
+    if not isinstance(item, _Result):
         return None
+    result = item
     return RawHit(
         rank=position,
         url=result.url,

@@ -60,15 +60,14 @@ from rypsok.core.engines.base import (
     retry_after_ms,
 )
 from rypsok.core.engines.common import (
+    Lenient,
     StrictModel,
     collect_hits,
-    decode_json,
     is_html,
     iso_date,
     raise_for_interstitial,
     raise_for_status,
-    validate,
-    validate_or_none,
+    read_json,
 )
 
 _CATEGORIES: Final = {
@@ -91,16 +90,16 @@ _LANGUAGES: Final = frozenset(
 _GATE_MARKERS: Final = (b"/.within.website/", b"not a bot")
 
 
-class _Answer(StrictModel):
-    results: list[object]
-
-
 class _Result(StrictModel):
     url: str = Field(min_length=1)
     title: str = Field(min_length=1)
     # Optional fields are read leniently: a malformed one is dropped, not fatal.
     content: object = None
     published_date: object = Field(default=None, alias="publishedDate")
+
+
+class _Answer(StrictModel):
+    results: list[Lenient[_Result]]
 
 
 class SearXNG(Driver):
@@ -152,7 +151,7 @@ class SearXNG(Driver):
 
     def parse(self, response: EngineResponse) -> list[RawHit]:
         _raise_for_failure(response)
-        hits = collect_hits(validate(_Answer, decode_json(response)).results, _hit)
+        hits = collect_hits(read_json(_Answer, response).results, _hit)
         # No count parameter exists: keep the LIM-S3 results we would have asked for.
         return hits[: limits.RESULTS_PER_ENGINE]
 
@@ -183,9 +182,9 @@ def _has_gate(body: bytes) -> bool:
 
 def _hit(position: int, item: object) -> RawHit | None:
     """One result, or None when it lacks a URL or a title: that result is skipped."""
-    result = validate_or_none(_Result, item)
-    if result is None:
+    if not isinstance(item, _Result):
         return None
+    result = item
     published = result.published_date
     return RawHit(
         rank=position,

@@ -43,17 +43,8 @@ from rypsok.core.engines.base import (
     RawHit,
     SearchParams,
 )
-from rypsok.core.engines.common import (
-    StrictModel,
-    collect_hits,
-    validate,
-    validate_or_none,
-)
-from rypsok.core.engines.mediawiki import read_answer
-
-
-class _Answer(StrictModel):
-    search: list[object]
+from rypsok.core.engines.common import Lenient, StrictModel, collect_hits
+from rypsok.core.engines.mediawiki import MediaWikiAnswer, read_answer
 
 
 class _Term(StrictModel):
@@ -81,6 +72,10 @@ class _Entity(StrictModel):
             self.display.description.value if self.display and self.display.description else None
         )
         return display or self.description or ""
+
+
+class _Answer(MediaWikiAnswer):
+    search: list[Lenient[_Entity]]
 
 
 class Wikidata(Driver):
@@ -128,14 +123,14 @@ class Wikidata(Driver):
         )
 
     def parse(self, response: EngineResponse) -> list[RawHit]:
-        answer = validate(_Answer, read_answer(response))
+        answer = read_answer(response, _Answer)
         return collect_hits(answer.search, self._hit)
 
     def _hit(self, position: int, item: object) -> RawHit | None:
         """One hit, or None when it lacks an item id or a label: that hit is skipped."""
-        entity = validate_or_none(_Entity, item)
-        if entity is None:
+        if not isinstance(item, _Entity):
             return None
+        entity = item
         title = entity.title()
         if title is None:
             return None

@@ -48,13 +48,8 @@ from rypsok.core.engines.base import (
     RawHit,
     SearchParams,
 )
-from rypsok.core.engines.common import (
-    StrictModel,
-    collect_hits,
-    validate,
-    validate_or_none,
-)
-from rypsok.core.engines.mediawiki import read_answer
+from rypsok.core.engines.common import Lenient, StrictModel, collect_hits
+from rypsok.core.engines.mediawiki import MediaWikiAnswer, read_answer
 
 # ISO 639-1 language -> Wikipedia edition subdomain, where they differ.
 _EDITION_OF: Final = {"nb": "no"}
@@ -75,19 +70,19 @@ class _General(StrictModel):
     lang: str
 
 
-class _Query(StrictModel):
-    # Some replies without hits omit `search`: that is an empty answer.
-    search: list[object] = Field(default_factory=list)
-    general: _General | None = None
-
-
-class _Answer(StrictModel):
-    query: _Query
-
-
 class _Hit(StrictModel):
     title: str = Field(min_length=1)
     snippet: str = ""
+
+
+class _Query(StrictModel):
+    # Some replies without hits omit `search`: that is an empty answer.
+    search: list[Lenient[_Hit]] = Field(default_factory=list)
+    general: _General | None = None
+
+
+class _Answer(MediaWikiAnswer):
+    query: _Query
 
 
 class Wikipedia(Driver):
@@ -140,7 +135,7 @@ class Wikipedia(Driver):
         return f"https://{_edition(language)}.wikipedia.org/w/api.php"
 
     def parse(self, response: EngineResponse) -> list[RawHit]:
-        answer = validate(_Answer, read_answer(response))
+        answer = read_answer(response, _Answer)
         general = answer.query.general
         lang = general.lang if general is not None else _FALLBACK_EDITION
         edition = _EDITION_OF.get(lang, lang)  # `no` reports its language as `nb`
@@ -160,9 +155,9 @@ def _edition(language: str | None) -> str:
 
 def _hit(position: int, item: object, edition: str) -> RawHit | None:
     """One hit, or None when it lacks a usable title: that hit is skipped."""
-    hit = validate_or_none(_Hit, item)
-    if hit is None:
+    if not isinstance(item, _Hit):
         return None
+    hit = item
     # The snippet stays raw: searchmatch spans and entities are the pipeline's to clean.
     return RawHit(
         rank=position, url=_article_url(edition, hit.title), title=hit.title, snippet=hit.snippet

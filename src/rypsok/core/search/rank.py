@@ -109,11 +109,11 @@ def _ordered_entry(
 ) -> tuple[_OrderKey, list[Candidate]]:
     """The REQ-RANK-006 sort key of one result, and its observations best first."""
     if len(by_engine) == 1:
+        # Most results come from one engine: its one observation is all three keys.
         observed = list(by_engine.values())
-    else:
-        observed = sorted(
-            by_engine.values(), key=lambda c: (c.rank, engine_preference.of(c.engine))
-        )
+        only = observed[0]
+        return (-term[only.rank], only.rank, engine_preference.of(only.engine), key), observed
+    observed = sorted(by_engine.values(), key=lambda c: (c.rank, engine_preference.of(c.engine)))
     best = observed[0]
     score = sum(term[candidate.rank] for candidate in observed)
     # The third key is the most preferred engine among *all* observations
