@@ -153,3 +153,56 @@ async def test_waiting_for_a_shared_request_ends_at_this_calls_engine_deadline()
     ]
     assert transport.sent == ["other"]
     assert metrics.engine_errors[("fast", "timeout")] == 1
+
+
+class _Hanging:
+    """Never answers; records the task each request ran in and whether it was cancelled."""
+
+    def __init__(self) -> None:
+        self.tasks: list[int] = []
+        self.cancelled = 0
+        self.asked = anyio.Event()
+
+    async def engine_get(
+        self,
+        request: EngineRequest,
+        *,
+        explicit_endpoint: bool,
+        max_body_bytes: int,
+        connect_timeout_ms: int,
+        total_timeout_ms: int,
+    ) -> EngineResponse:
+        self.tasks.append(anyio.get_current_task().id)
+        self.asked.set()
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled += 1
+            raise
+        raise AssertionError("unreachable")
+
+
+@pytest.mark.req("REQ-AGG-006", "REQ-AGG-002")
+async def test_one_engine_is_asked_in_the_calls_task_and_cancelled_with_it() -> None:
+    """REQ-AGG-006: cancelling a one-engine call cancels its request; no verdict is kept.
+
+    With one engine there is no task per engine: the request runs in the
+    call's own task (no task to start, no hop back when the answer is in).
+    """
+    transport = _Hanging()
+    pipeline = SearchPipeline([_Fast()], transport, config_from({"search": SEARCH}), Metrics())
+    caller_task: list[int] = []
+
+    async def call() -> None:
+        caller_task.append(anyio.get_current_task().id)
+        await pipeline.search(_request(), [])
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            await transport.asked.wait()
+            group.cancel_scope.cancel()
+    assert transport.tasks == caller_task
+    assert transport.cancelled == 1
+    breaker = pipeline.breakers["fast"]
+    assert breaker.state.value == "closed" and breaker.admit()  # the cancel is no failure

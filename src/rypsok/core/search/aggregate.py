@@ -578,9 +578,12 @@ class SearchPipeline:
             # Taken in while the slower engines are awaited, not after the last one.
             taking.take(answers[driver.id])
 
-        async with anyio.create_task_group() as group:
-            for driver in self._slowest_first(chosen):
-                group.start_soon(ask, driver)
+        if len(chosen) == 1:  # one engine: asked in this task, no task to start or wait for
+            await ask(chosen[0])
+        else:
+            async with anyio.create_task_group() as group:
+                for driver in self._slowest_first(chosen):
+                    group.start_soon(ask, driver)
         return [answers[d.id] for d in chosen]  # preference order, not arrival order
 
     def _slowest_first(self, chosen: list[Driver]) -> list[Driver]:
