@@ -81,3 +81,58 @@ def test_a_suppressed_level_makes_no_line(captured: io.StringIO) -> None:
     log = logging.getLogger("rypsok.test_logs")
     logs.event(log, "detail", logging.DEBUG, hits=1)
     assert _lines(captured) == []
+
+
+@pytest.mark.req("REQ-OBS-005")
+def test_a_line_is_the_text_json_dumps_writes(captured: io.StringIO) -> None:
+    """The encoder made once writes what `json.dumps` with the same settings writes.
+
+    Non-ASCII escaped, floats as Python writes them (infinity too), None, nested
+    containers in order, and a value JSON has no type for as its `str`.
+    """
+    log = logging.getLogger("rypsok.test_logs")
+
+    class Named:
+        def __str__(self) -> str:
+            return "named-value"
+
+    fields = {
+        "engine": "wikipédia\u2028",
+        "duration_ms": 0.1 + 0.2,
+        "limit": float("inf"),
+        "none": None,
+        "flags": [True, False, 3, {"b": 1, "a": [2.5, "é"]}],
+        "other": Named(),
+    }
+    logs.event(log, "engine_request", **fields)
+    (text,) = _lines(captured)
+    line = json.loads(text)
+    expected = {
+        "ts": line["ts"],
+        "level": "info",
+        "logger": "rypsok.test_logs",
+        "event": "engine_request",
+        **fields,
+    }
+    assert text == json.dumps(expected, ensure_ascii=True, separators=(",", ":"), default=str)
+    assert "named-value" in text and "\\u2028" in text
+
+
+@pytest.mark.req("REQ-OBS-005")
+def test_configure_makes_records_without_thread_or_process_lookups() -> None:
+    """No line names a thread or process: `configure` switches those lookups off."""
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level, logging.getLogger(logs.ROOT).level)
+    switches = (logging.logThreads, logging.logProcesses, logging.logMultiprocessing)
+    try:
+        logs.configure()
+        record = logging.getLogger("rypsok.test_logs").makeRecord(
+            "rypsok.test_logs", logging.INFO, "f", 0, "e", (), None
+        )
+        assert (record.thread, record.threadName, record.process) == (None, None, None)
+        assert record.processName is None
+    finally:
+        root.handlers[:], level, own = saved
+        root.setLevel(level)
+        logging.getLogger(logs.ROOT).setLevel(own)
+        logging.logThreads, logging.logProcesses, logging.logMultiprocessing = switches

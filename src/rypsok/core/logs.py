@@ -13,6 +13,8 @@ import contextvars
 import json
 import logging
 import sys
+from collections.abc import Callable
+from json import encoder as _json_encoder
 from typing import Any
 
 ROOT = "rypsok"
@@ -31,6 +33,28 @@ request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 
 
+def _line_encoder() -> Callable[[dict[str, Any]], str]:
+    """`json.dumps(line, ensure_ascii=True, separators=(",", ":"), default=str)`, built once.
+
+    `json.dumps` with arguments makes a new encoder, and its C scanner, for
+    every line: half the cost of formatting one (docs/performance.md §20.3).
+    The C encoder made once with the same settings writes the same text. It
+    skips the check for circular containers, which rypsok's fields (ids,
+    counts, timings, names) never are.
+    """
+    make: Any = getattr(_json_encoder, "c_make_encoder", None)  # not in typeshed
+    if make is None:  # an interpreter without the C accelerator: the library's own path
+        encoder = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), default=str)
+        return encoder.encode
+    encode = make(
+        None, str, _json_encoder.encode_basestring_ascii, None, ":", ",", False, False, True
+    )
+    return lambda line: "".join(encode(line, 0))
+
+
+_encode_line = _line_encoder()
+
+
 class JsonLineFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
@@ -45,11 +69,19 @@ class JsonLineFormatter(logging.Formatter):
         if record.exc_info and record.exc_info[0] is not None:
             # The class only: exception text may carry external data.
             line["exception"] = record.exc_info[0].__name__
-        return json.dumps(line, ensure_ascii=True, separators=(",", ":"), default=str)
+        return _encode_line(line)
 
 
 def configure(level: int = logging.INFO) -> None:
-    """Send rypsok's and the SDK's records to stderr as JSON lines."""
+    """Send rypsok's and the SDK's records to stderr as JSON lines.
+
+    No line names a thread or a process, so records are made without looking
+    them up (`logging`'s documented switches for that; half the cost of making
+    a record, docs/performance.md §20.3).
+    """
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonLineFormatter())
     root = logging.getLogger()

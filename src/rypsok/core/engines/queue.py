@@ -33,8 +33,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 
 import anyio
 
@@ -74,10 +73,11 @@ class NotSent(EngineFailure):
 class Turn:
     """A request's hold on its engine slot and LIM-C1 slot; `release` is idempotent."""
 
-    __slots__ = ("_give", "released")
+    __slots__ = ("_caller", "_queue", "released")
 
-    def __init__(self, give: Callable[[], None]) -> None:
-        self._give = give
+    def __init__(self, queue: EngineQueue, caller: str) -> None:
+        self._queue = queue
+        self._caller = caller
         self.released = False
 
     def release(self) -> None:
@@ -85,7 +85,38 @@ class Turn:
         if self.released:
             return
         self.released = True
-        self._give()
+        self._queue._give_slots(self._caller)
+
+
+class _TurnBlock:
+    """`EngineQueue.turn`: an object, not a generator, since every engine request enters one."""
+
+    __slots__ = ("_deadline", "_held", "_queue")
+
+    def __init__(self, queue: EngineQueue, deadline: float) -> None:
+        self._queue = queue
+        self._deadline = deadline
+        self._held: Turn | None = None
+
+    async def __aenter__(self) -> Turn:
+        queue, deadline = self._queue, self._deadline
+        caller = current_caller.get()
+        await queue._take_slots(caller, deadline)
+        held = Turn(queue, caller)
+        try:
+            start = await queue._reserve(deadline)
+            wait_s = start - queue._clock()
+            if wait_s > 0:  # a turn due now is sent at once, without a pass of the loop
+                await anyio.sleep(wait_s)
+        except BaseException:
+            held.release()
+            raise
+        self._held = held
+        return held
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._held is not None:
+            self._held.release()
 
 
 class EngineQueue:
@@ -130,6 +161,11 @@ class EngineQueue:
         except anyio.WouldBlock:
             return False
         return True
+
+    def _give_slots(self, caller: str) -> None:
+        """Both slots of a turn back, the LIM-C1 slot first."""
+        self._give_process_slot(caller)
+        self._engine_slots.release(caller)
 
     def _give_process_slot(self, caller: str) -> None:
         if isinstance(self._process_slots, FairSlots):
@@ -182,29 +218,13 @@ class EngineQueue:
         """Hook (issue 12): a queue shared between instances reserves its start in Redis."""
         return self._reserve_start(deadline)
 
-    @asynccontextmanager
-    async def turn(self, deadline: float) -> AsyncIterator[Turn]:
-        """Wait for this request's turn; NotSent (a timeout) if it would come too late.
+    def turn(self, deadline: float) -> _TurnBlock:
+        """`async with` it: wait for this request's turn; NotSent (a timeout) if too late.
 
         The slots go back when the block ends, on every path, unless
         `Turn.release` gave them back earlier.
         """
-        caller = current_caller.get()
-        await self._take_slots(caller, deadline)
-
-        def give() -> None:
-            self._give_process_slot(caller)
-            self._engine_slots.release(caller)
-
-        held = Turn(give)
-        try:
-            start = await self._reserve(deadline)
-            wait_s = start - self._clock()
-            if wait_s > 0:  # a turn due now is sent at once, without a pass of the loop
-                await anyio.sleep(wait_s)
-            yield held
-        finally:
-            held.release()
+        return _TurnBlock(self, deadline)
 
     def rate_limited(self, retry_after_ms: int | None) -> None:
         """A 429, throttle signal or Retry-After: widen the spacing, honour Retry-After."""
