@@ -20,6 +20,18 @@ two figures share the machine's load. `BENCH_BASELINE_SRC=<tree>/src` adds
 a third start in each round, of that tree's rypsok (a before/after pair).
 
 Both trees are byte-compiled first, as an installed copy is (`byte_compile`).
+`BENCH_RYPSOK_BIN=<venv>/bin/rypsok` starts that installed copy instead of this
+checkout's development venv: the reference runs from a venv holding its own
+run-time dependencies only, and the development venv's 110 distributions cost
+rypsok's start a scan that an installed copy does not pay (pydantic's plugin
+lookup reads every distribution's entry points).
+
+Wall clock on a shared machine mixes the work with the wait for a CPU, so
+each start also reads the server's own counters from /proc at its first
+answer (Linux; `process_counters`): CPU time of all its threads, the time its
+main thread waited to run and the rest of the wall time, when it was blocked
+(on a pipe, a socket, a lock or a timer), its minor page faults and context
+switches. They are printed for rypsok and the reference side by side.
 Medians over the runs. Then where the time goes: the phases of start-up in
 one child (`bench.startup_phases`), `rypsok --version` and a bare
 interpreter for reference, and `python -X importtime` of a real `rypsok serve`
@@ -52,6 +64,59 @@ BIN = Path(sys.executable).parent
 # the reference fetch server's first answer in the same run (printed, never asserted).
 TARGET_FIRST_CALL_MS = 500.0
 SERVE_IMPORTS = "import rypsok.cli, rypsok.core.services, rypsok.mcp.stdio, mcp.server.stdio"
+# The per-process counters of `process_counters`, in the order they are printed.
+COUNTERS = (
+    "cpu ms",
+    "run-queue wait ms",
+    "blocked ms",
+    "minor faults",
+    "voluntary switches",
+    "involuntary switches",
+    "threads",
+)
+
+
+def rypsok_binary() -> Path:
+    """The `rypsok` console script to start: an installed copy's if BENCH_RYPSOK_BIN names one."""
+    return Path(os.environ.get("BENCH_RYPSOK_BIN") or BIN / "rypsok")
+
+
+def _task_counters(task: Path) -> tuple[float, float, int, int]:
+    """One thread's (ms on a CPU, ms waiting for one, voluntary, involuntary switches)."""
+    ran_ns, waited_ns = (int(f) for f in (task / "schedstat").read_text().split()[:2])
+    switches = {"voluntary_ctxt_switches": 0, "nonvoluntary_ctxt_switches": 0}
+    for line in (task / "status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in switches:
+            switches[name] = int(value)
+    return (ran_ns / 1e6, waited_ns / 1e6, switches["voluntary_ctxt_switches"],
+            switches["nonvoluntary_ctxt_switches"])  # fmt: skip
+
+
+def process_counters(pid: int, wall_ms: float) -> dict[str, float]:
+    """What a live process spent, from /proc, after `wall_ms` since its spawn; {} off Linux.
+
+    CPU time is every thread's; the run-queue wait is the main thread's, and
+    what is left of its wall time once its CPU and its wait are taken off is
+    the time it was blocked. /proc keeps these across an exec, so a start
+    that executes itself again (the allocator, `rypsok.entry`) counts both.
+    """
+    proc = Path(f"/proc/{pid}")
+    try:
+        fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        main_ran, main_waited, _, _ = _task_counters(proc)
+        threads = [_task_counters(task) for task in (proc / "task").iterdir()]
+    except (OSError, ValueError, IndexError):
+        return {}
+    return {
+        "cpu ms": sum(t[0] for t in threads),
+        "run-queue wait ms": main_waited,
+        "blocked ms": max(0.0, wall_ms - main_ran - main_waited),
+        "minor faults": float(fields[7]),  # minflt, the 10th field of stat
+        "voluntary switches": float(sum(t[2] for t in threads)),
+        "involuntary switches": float(sum(t[3] for t in threads)),
+        "threads": float(len(threads)),
+    }
 
 
 def _env(config: Path | None = None) -> dict[str, str]:
@@ -107,7 +172,7 @@ def _one_start(
         env["PYTHONPROFILEIMPORTTIME"] = "1"
     started = time.monotonic()
     process = subprocess.Popen(
-        [str(BIN / "rypsok"), "serve"],
+        [str(rypsok_binary()), "serve"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL if stderr is None else stderr,
@@ -115,6 +180,7 @@ def _one_start(
     )
     try:
         marks = _first_answers(_Pipe(process), started)
+        marks.update(process_counters(process.pid, marks["first web_search"]))
         if warm:
             marks["warm call alone"] = _warm_call(_Pipe(process))
     finally:
@@ -195,11 +261,13 @@ def _reference_start(binary: str, url: str) -> dict[str, float]:
         fetched = time.monotonic()
         if "result" not in answer or answer["result"].get("isError"):
             raise RuntimeError(f"the reference server's first fetch failed: {answer}")
+        counters = process_counters(process.pid, (fetched - started) * 1000)
     finally:
         _close(process)
     return {
         "reference initialize": (initialized - started) * 1000,
         "reference first fetch": (fetched - started) * 1000,
+        **{f"reference {name}": value for name, value in counters.items()},
     }
 
 
@@ -306,7 +374,7 @@ async def run(quick: bool = False) -> dict[str, Any]:
         before = import_costs(config, import_runs, baseline) if baseline else None
     medians = _report_starts(starts, runs)
     bare = _wall_ms([sys.executable, "-c", "pass"], 5)
-    version = _wall_ms([str(BIN / "rypsok"), "--version"], 5)
+    version = _wall_ms([str(rypsok_binary()), "--version"], 5)
     emit()
     emit(
         table(
@@ -364,6 +432,10 @@ def _starts(config: Path, page: str, runs: int) -> list[dict[str, float]]:
     return starts
 
 
+def _is_counter(key: str) -> bool:
+    return key.removeprefix("reference ").removeprefix("baseline ") in COUNTERS
+
+
 def _report_starts(starts: list[dict[str, float]], runs: int) -> dict[str, float]:
     rows: list[tuple[str, float, float, float]] = []
     for key in starts[0]:
@@ -373,10 +445,11 @@ def _report_starts(starts: list[dict[str, float]], runs: int) -> dict[str, float
         table(
             f"Cold start of `rypsok serve` over stdio, from spawn (ms, {runs} runs)",
             ["until answered", "median", "min", "max"],
-            rows,
+            [row for row in rows if not _is_counter(row[0])],
         )
     )
     medians = {row[0]: row[1] for row in rows}
+    _report_counters(medians, runs)
     reference_words = (
         f", reference fetch server {medians['reference first fetch']:.0f}"
         if "reference first fetch" in medians
@@ -387,6 +460,24 @@ def _report_starts(starts: list[dict[str, float]], runs: int) -> dict[str, float
         f"reference's first answer (now {medians['first web_search']:.0f}{reference_words})"
     )
     return medians
+
+
+def _report_counters(medians: Mapping[str, float], runs: int) -> None:
+    """Each process's own counters at its first answer, side by side (medians)."""
+    if COUNTERS[0] not in medians:
+        return  # not Linux: no /proc
+    columns = [("rypsok", "")] + [
+        (name, f"{name} ") for name in ("reference", "baseline") if f"{name} cpu ms" in medians
+    ]
+    emit()
+    emit(
+        table(
+            f"At the first answer, the server process's own counters (median of {runs}; "
+            "wall = cpu + run-queue wait + blocked)",
+            ["counter", *(name for name, _ in columns)],
+            [(c, *(medians[prefix + c] for _, prefix in columns)) for c in COUNTERS],
+        )
+    )
 
 
 def _report_imports(tree: str, imports: Mapping[str, Any]) -> None:
