@@ -7,14 +7,19 @@ import threading
 import time
 
 import pytest
+from lxml import etree  # type: ignore[import-untyped]
 
+from rypsok.core.fetch import parse as parse_module
 from rypsok.core.fetch.parse import (
     _ATTRIBUTE,
     _CONTROLS,
     _LONG_TAG_CHARS,
     _START_TAG,
     MAX_TAG_ATTRIBUTES,
+    ONE_CALL_CHARS,
     ParseCancelled,
+    ParsedTree,
+    Unparseable,
     _TagScanner,
     cancellable,
     check_cancelled,
@@ -160,3 +165,137 @@ def test_root_end_tags_go_whatever_their_case_and_spaces(end_tag: str) -> None:
     )
     body = tree.root.find("body")
     assert [p.text for p in body.iter("p")] == ["before", "after é"]
+
+
+# -- the one-call parse of small documents (issue 10 item 5) ---------------------------------
+
+
+def _serialised(tree: ParsedTree) -> tuple[str, bool, int]:
+    document = etree.tostring(tree.root.getroottree(), encoding="unicode", method="xml")
+    return document, tree.partial, tree.controls_removed
+
+
+@pytest.fixture
+def counted_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The lengths of the documents that took the counted parse."""
+    calls: list[int] = []
+    counted = parse_module._parse_counted
+
+    def spy(html: str, max_nodes: int, depth_bound: int) -> ParsedTree:
+        calls.append(len(html))
+        return counted(html, max_nodes, depth_bound)
+
+    monkeypatch.setattr(parse_module, "_parse_counted", spy)
+    return calls
+
+
+@pytest.mark.req("REQ-PAGE-006")
+def test_a_document_just_under_the_node_bound_in_length_is_parsed_in_one_call(
+    counted_calls: list[int],
+) -> None:
+    """REQ-PAGE-006: LIM-F10 minus three characters takes one call, one more is counted.
+
+    Both give the counted parse's tree, and neither is partial: the length
+    is what the one call may take, not what the node bound cuts.
+    """
+    document = "<p a b>" + "<b>x</b>" * 120
+    for extra in (0, 1):
+        max_nodes = len(document) + 3 - extra
+        tree = parse_bounded(document, max_nodes=max_nodes, max_depth=64)
+        assert _serialised(tree) == _serialised(
+            parse_module._parse_counted(document, max_nodes, 64)
+        )
+        assert not tree.partial
+    assert counted_calls == [len(document)] * 3  # the second bound, and the two oracle calls
+
+
+@pytest.mark.req("REQ-PAGE-006", "REQ-PAGE-008")
+def test_a_document_over_the_one_call_size_is_counted(counted_calls: list[int]) -> None:
+    """REQ-PAGE-006, REQ-PAGE-008: above ONE_CALL_CHARS the sliced parse runs, whatever LIM-F10."""
+    for size in (ONE_CALL_CHARS, ONE_CALL_CHARS + 1):
+        document = ("<p>" + "y" * (size - 3))[:size]
+        assert len(document) == size
+        assert not parse_bounded(document, max_nodes=2_000_000, max_depth=64).partial
+    assert counted_calls == [ONE_CALL_CHARS + 1]
+
+
+@pytest.mark.req("REQ-PAGE-006", "REQ-SEC-014")
+@pytest.mark.parametrize("levels", [13, 14, 15, 300, 3_000])
+def test_a_deep_small_document_ends_as_the_counted_parse_ends(
+    levels: int, counted_calls: list[int]
+) -> None:
+    """REQ-PAGE-006, REQ-SEC-014: a nest at, just under or beyond LIM-F11 is still cut there.
+
+    With html and body, `levels` divs reach depth `levels + 2`; the bound is
+    16. The one call takes only trees shallower than the bound; from depth 16
+    on the counted parse decides, partial beyond it.
+    """
+    document = "<div>" * levels + "deep" + "</div>" * levels + "<p>after</p>"
+    tree = parse_bounded(document, max_nodes=100_000, max_depth=16)
+    assert _serialised(tree) == _serialised(parse_module._parse_counted(document, 100_000, 16))
+    assert tree.partial is (levels + 2 > 16)
+    assert bool(counted_calls[:-1]) is (levels + 2 >= 16)
+
+
+_SOUP = [
+    *(
+        "<",
+        ">",
+        "/",
+        "=",
+        '"',
+        "'",
+        " ",
+        "\n",
+        "\r\n",
+        "x",
+        "é",
+        "中",
+        "&amp;",
+        "&",
+        "\x00",
+        "\x7f",
+    ),
+    *("<p", "<a", "</p>", "<html>", "<head>", "<body>", "</body >", "</HTML>", "<title>"),
+    *("<table>", "<tr>", "<td>", "<li>", "<select>", "<option>", "<frameset>", "<frame>"),
+    *("<script>", "</script>", "<style>", "<textarea>", "<plaintext>", "<!--", "-->", "<br>"),
+    *("</br>", "<p a b c>", "<image>", "<svg>", "<math>", "<![CDATA[", "]]>", "<?php ?>"),
+    *("<!DOCTYPE html>", "<meta charset='iso-8859-1'>", "\ud800", "<div>" * 20, "<div>" * 300),
+]
+
+
+@pytest.mark.req("REQ-PAGE-006", "REQ-SEC-014")
+def test_random_tag_soup_gives_the_counted_tree_and_every_node_owns_a_character() -> None:
+    """REQ-PAGE-006, REQ-SEC-014: the one call's tree is the counted parse's, and its premise holds.
+
+    For random soup (implied elements, stray brackets, controls, a lone
+    surrogate, deep nests), at the edge of the length rule and beyond it:
+    the same tree, partial flag and control count; and no tree has more
+    nodes than its document has characters plus the three implied roots.
+    """
+    rng = random.Random(5)  # noqa: S311 - seeded test data, not security
+    for _ in range(400):
+        document = "".join(rng.choice(_SOUP) for _ in range(rng.randint(0, 60)))
+        for depth, nodes in ((8, len(document) + 3), (256, len(document) + 2), (256, 200_000)):
+            try:
+                got = _serialised(parse_bounded(document, max_nodes=nodes, max_depth=depth))
+            except Unparseable:
+                got = None
+            try:
+                want = _serialised(parse_module._parse_counted(document, nodes, depth))
+            except Unparseable:
+                want = None
+            assert got == want, (document, depth, nodes)
+        if want is not None:
+            root = etree.fromstring(document.encode("utf-8", "replace"), etree.HTMLParser())
+            if root is not None:
+                assert root.xpath("count(//*) + count(//@*)") <= len(document) + 3, document
+
+
+@pytest.mark.req("REQ-PAGE-008", "REQ-SEC-012")
+def test_a_set_cancel_flag_stops_the_one_call_parse() -> None:
+    """REQ-PAGE-008: a small document's parse stops too once its call was abandoned."""
+    flag = threading.Event()
+    flag.set()
+    with cancellable(flag), pytest.raises(ParseCancelled):
+        parse_bounded(many_nodes(10), max_nodes=1_000, max_depth=64)

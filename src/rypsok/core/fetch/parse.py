@@ -32,6 +32,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import contextvars
+import functools
 import re
 import threading
 from collections.abc import Iterator
@@ -84,6 +85,10 @@ def check_cancelled() -> None:
 _CHUNK_CHARS: Final = 64 * 1024
 _TAG_LOOKBACK: Final = 32  # a slice never ends inside the first characters of a tag
 _LIBXML_DEPTH_CAP: Final = 2_048  # libxml2's own limit with huge_tree
+# Documents up to this size whose length alone keeps them under LIM-F10 are parsed in
+# one libxml2 call (about 1 ms a page, a few slices' worth of the counted parse).
+ONE_CALL_CHARS: Final = 256 * 1024
+_IMPLIED_ELEMENTS: Final = 3  # html, head and body, which libxml2 adds without a tag
 # libxml2 checks each attribute of a start tag against the ones before it, so
 # one tag with many attributes costs quadratic time while holding the GIL
 # (160,000 attributes: ~29 s). The document is cut before a tag with more
@@ -147,6 +152,61 @@ class _Counter:
 
 def parse_bounded(html: str, *, max_nodes: int, max_depth: int) -> ParsedTree:
     """Parse `html`, stopping as soon as a bound is crossed (REQ-PAGE-006)."""
+    max_nodes = max(1, max_nodes)
+    depth_bound = max(1, min(max_depth, _LIBXML_DEPTH_CAP))
+    if len(html) <= min(ONE_CALL_CHARS, max_nodes - _IMPLIED_ELEMENTS):
+        tree = _parse_in_one_call(html, depth_bound)
+        if tree is not None:
+            return tree
+    return _parse_counted(html, max_nodes, depth_bound)
+
+
+def _parse_in_one_call(html: str, depth_bound: int) -> ParsedTree | None:
+    """The tree of a document that cannot reach the node bound, or None: count it instead.
+
+    Every node of the tree owns at least one character of the input (an
+    element its `<`, an attribute the first character of its name, a `<p>`
+    that libxml2 implies the first character of the text that implied it),
+    except the `<html>`, `<head>` and `<body>` that libxml2 may imply. So a
+    document of at most LIM-F10 minus three characters cannot cross the node
+    bound, and libxml2 parses it in one call without the pull parser's
+    events (about half the cost of the counted parse). It is fed exactly the
+    bytes the counted parse would be fed; depth cannot be known before, so
+    a tree that reaches the depth bound, a tag the attribute bound would
+    cut, or any parse error is left to the counted parse, which then decides
+    as it always did. Only documents of at most ONE_CALL_CHARS take this
+    way, so one native call stays as short as a few slices (cancellation).
+    """
+    if _TagScanner(html).first_long_tag_before(len(html)) != -1:
+        return None
+    pieces: list[bytes] = []
+    controls_removed = 0
+    for start, end in _slices(html):
+        check_cancelled()
+        data, count = _cleaned(html[start:end])
+        pieces.append(data)
+        controls_removed += count
+    parser = etree.HTMLParser(
+        remove_comments=True, remove_pis=True, huge_tree=True, no_network=True, encoding="utf-8"
+    )
+    try:
+        root = etree.fromstring(b"".join(pieces), parser)
+    except etree.LxmlError:
+        return None
+    if root is None or root.xpath(_reaching_depth(depth_bound)):
+        return None
+    check_cancelled()  # an abandoned call extracts nothing from what was parsed
+    return ParsedTree(root=root, partial=False, controls_removed=controls_removed)
+
+
+@functools.lru_cache(maxsize=8)
+def _reaching_depth(depth: int) -> str:
+    """XPath: whether an element sits `depth` levels deep (libxml2 walks it level by level)."""
+    return "boolean(" + "/*" * depth + ")"
+
+
+def _parse_counted(html: str, max_nodes: int, depth_bound: int) -> ParsedTree:
+    """Feed the pull parser slice by slice, counting its events, until a bound is crossed."""
     # Fed as UTF-8 bytes, as lxml would encode a str itself: the cleaning below
     # works on those bytes at C speed.
     parser = etree.HTMLPullParser(
@@ -157,7 +217,7 @@ def parse_bounded(html: str, *, max_nodes: int, max_depth: int) -> ParsedTree:
         no_network=True,
         encoding="utf-8",
     )
-    counter = _Counter(max(1, max_nodes), max(1, min(max_depth, _LIBXML_DEPTH_CAP)))
+    counter = _Counter(max_nodes, depth_bound)
     tags = _TagScanner(html)
     controls_removed = 0
     crossing: Element = None
