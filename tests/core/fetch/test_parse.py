@@ -181,9 +181,11 @@ def counted_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     counted = parse_module._parse_counted
 
-    def spy(html: str, max_nodes: int, depth_bound: int) -> ParsedTree:
+    def spy(
+        html: str, max_nodes: int, depth_bound: int, tags: _TagScanner | None = None
+    ) -> ParsedTree:
         calls.append(len(html))
-        return counted(html, max_nodes, depth_bound)
+        return counted(html, max_nodes, depth_bound, tags)
 
     monkeypatch.setattr(parse_module, "_parse_counted", spy)
     return calls
@@ -299,3 +301,23 @@ def test_a_set_cancel_flag_stops_the_one_call_parse() -> None:
     flag.set()
     with cancellable(flag), pytest.raises(ParseCancelled):
         parse_bounded(many_nodes(10), max_nodes=1_000, max_depth=64)
+
+
+@pytest.mark.req("REQ-PAGE-006")
+def test_a_small_document_with_a_tag_to_cut_is_cut_once(counted_calls: list[int]) -> None:
+    """REQ-PAGE-006: the attribute bound cuts a small page as the counted parse cuts it.
+
+    The tag found while the one call is weighed is handed to the counted
+    parse, which cuts there without scanning the tag again.
+    """
+    attributes = " ".join(f"a{i}" for i in range(MAX_TAG_ATTRIBUTES + 1))
+    document = f"<p>kept</p><p {attributes}>cut</p><p>gone</p>"
+    scanner = _TagScanner(document)
+    cut = scanner.first_long_tag_before(len(document))
+    assert cut == document.index("<p a0")
+    assert (scanner.first_long_tag_before(cut), scanner.first_long_tag_before(cut + 1)) == (-1, cut)
+    tree = parse_bounded(document, max_nodes=100_000, max_depth=64)
+    assert tree.partial
+    assert _serialised(tree) == _serialised(parse_module._parse_counted(document, 100_000, 64))
+    assert "".join(tree.root.itertext()) == "kept"
+    assert counted_calls[0] == len(document)

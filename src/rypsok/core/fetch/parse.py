@@ -154,14 +154,15 @@ def parse_bounded(html: str, *, max_nodes: int, max_depth: int) -> ParsedTree:
     """Parse `html`, stopping as soon as a bound is crossed (REQ-PAGE-006)."""
     max_nodes = max(1, max_nodes)
     depth_bound = max(1, min(max_depth, _LIBXML_DEPTH_CAP))
+    tags = _TagScanner(html)  # shared: a tag found by the first way is not counted again
     if len(html) <= min(ONE_CALL_CHARS, max_nodes - _IMPLIED_ELEMENTS):
-        tree = _parse_in_one_call(html, depth_bound)
+        tree = _parse_in_one_call(html, depth_bound, tags)
         if tree is not None:
             return tree
-    return _parse_counted(html, max_nodes, depth_bound)
+    return _parse_counted(html, max_nodes, depth_bound, tags)
 
 
-def _parse_in_one_call(html: str, depth_bound: int) -> ParsedTree | None:
+def _parse_in_one_call(html: str, depth_bound: int, tags: _TagScanner) -> ParsedTree | None:
     """The tree of a document that cannot reach the node bound, or None: count it instead.
 
     Every node of the tree owns at least one character of the input (an
@@ -177,7 +178,7 @@ def _parse_in_one_call(html: str, depth_bound: int) -> ParsedTree | None:
     as it always did. Only documents of at most ONE_CALL_CHARS take this
     way, so one native call stays as short as a few slices (cancellation).
     """
-    if _TagScanner(html).first_long_tag_before(len(html)) != -1:
+    if tags.first_long_tag_before(len(html)) != -1:
         return None
     pieces: list[bytes] = []
     controls_removed = 0
@@ -205,7 +206,9 @@ def _reaching_depth(depth: int) -> str:
     return "boolean(" + "/*" * depth + ")"
 
 
-def _parse_counted(html: str, max_nodes: int, depth_bound: int) -> ParsedTree:
+def _parse_counted(
+    html: str, max_nodes: int, depth_bound: int, tags: _TagScanner | None = None
+) -> ParsedTree:
     """Feed the pull parser slice by slice, counting its events, until a bound is crossed."""
     # Fed as UTF-8 bytes, as lxml would encode a str itself: the cleaning below
     # works on those bytes at C speed.
@@ -218,7 +221,7 @@ def _parse_counted(html: str, max_nodes: int, depth_bound: int) -> ParsedTree:
         encoding="utf-8",
     )
     counter = _Counter(max_nodes, depth_bound)
-    tags = _TagScanner(html)
+    tags = _TagScanner(html) if tags is None else tags
     controls_removed = 0
     crossing: Element = None
     broken = tag_cut = False
@@ -266,10 +269,13 @@ class _TagScanner:
         # False: `_resume` is a `>` (the end of a span, or a `>` already looked past).
         self._at_tag = True
         self._done = False
+        self._cut = -1  # the tag found, once found: asking again costs nothing
         self._raw_text: list[tuple[int, int]] | None = None
 
     def first_long_tag_before(self, end: int) -> int:
         """The start of such a tag among those starting before `end`, or -1."""
+        if self._cut != -1:
+            return self._cut if self._cut < end else -1
         html = self._html
         while (span := self._next_long_span(end)) is not None:
             position, close = span
@@ -281,6 +287,7 @@ class _TagScanner:
                 stop = len(html) if close == -1 else close
                 attributes = sum(1 for _ in _ATTRIBUTE.finditer(html, position + 1, stop))
                 if attributes > MAX_TAG_ATTRIBUTES:
+                    self._cut = position
                     return position
             self._past(close)
         return -1
