@@ -330,7 +330,8 @@ class _TagScanner:
             if position == -1:
                 self._past(close)
             elif position >= end:
-                self._resume = gap.start()
+                # Walked next, in a later slice: its `>` is not looked for again before then.
+                self._resume, self._at_tag = position, True
                 return None
             elif stop - position > _LONG_TAG_CHARS:
                 return position, close
