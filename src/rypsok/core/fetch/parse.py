@@ -9,6 +9,12 @@ the tree is partial, never unbounded. libxml2's own depth cap drops content
 silently at depth 256, so `huge_tree` lifts it to 2,048 and our bound is
 clamped below that, which makes the loss visible as `partial`.
 
+A document whose length alone keeps it under the node bound (every node owns
+a character of the input, but for the three roots libxml2 may imply) and
+under ONE_CALL_CHARS is parsed in one libxml2 call instead, without events;
+a tree that reaches the depth bound, a tag to cut or a parse error sends it
+to the counted parse, which decides as above (docs/extraction.md, 6.1g).
+
 Two libxml2 costs are bounded as each slice is fed: control characters are removed
 (they raise), and the document is cut before a start tag with more than
 MAX_TAG_ATTRIBUTES attributes, because libxml2 checks each attribute against
