@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 
 import pytest
+from lxml import etree  # type: ignore[import-untyped]
 
+from rypsok.core.fetch import parse as parse_module
 from rypsok.core.fetch.parse import (
+    _ATTRIBUTE,
+    _CONTROLS,
+    _LONG_TAG_CHARS,
+    _START_TAG,
     MAX_TAG_ATTRIBUTES,
+    ONE_CALL_CHARS,
     ParseCancelled,
+    ParsedTree,
+    Unparseable,
+    _TagScanner,
     cancellable,
     check_cancelled,
     parse_bounded,
@@ -58,3 +69,255 @@ def test_a_tag_with_too_many_attributes_is_cut_in_a_later_slice() -> None:
     assert tree.partial
     assert "late" not in "".join(tree.root.itertext())
     assert "fine" in "".join(tree.root.itertext())
+
+
+# -- the C-speed forms of the bounds' checks give what the plain forms give ----------------
+
+
+class _StepPerTag:
+    """The tag scanner as it was before the run search: one Python step per tag (the oracle)."""
+
+    def __init__(self, html: str) -> None:
+        self._scanner = _TagScanner(html)  # for its raw-text spans only
+        self._html = html
+        self._position = html.find("<")
+
+    def first_long_tag_before(self, end: int) -> int:
+        html, position = self._html, self._position
+        while position != -1 and position < end:
+            close = html.find(">", position)
+            stop = len(html) if close == -1 else close
+            if stop - position > _LONG_TAG_CHARS and _START_TAG.match(html, position):
+                inside = self._scanner._raw_text_end(position)
+                if inside is not None:
+                    position = html.find("<", inside)
+                    continue
+                attributes = sum(1 for _ in _ATTRIBUTE.finditer(html, position + 1, stop))
+                if attributes > MAX_TAG_ATTRIBUTES:
+                    return position
+            position = -1 if close == -1 else html.find("<", close)
+        self._position = position
+        return -1
+
+
+def _tag_soup(rng: random.Random) -> str:
+    """Long and short tags, runs with and without `>`, raw text, comments, stray brackets."""
+    pieces = [
+        lambda: "<p " + " ".join(f"a{i}" for i in range(rng.choice([10, 999, 1000, 1001]))) + ">",
+        lambda: "x" * rng.choice([10, _LONG_TAG_CHARS - 1, _LONG_TAG_CHARS, _LONG_TAG_CHARS + 1]),
+        lambda: "<script>" + "a>b<c " * rng.randint(0, 900) + "</script>",
+        lambda: "<!-- " + "<p " * rng.randint(0, 3_000) + "-->",
+        lambda: ">" * rng.randint(1, 5),
+        lambda: "<" * rng.randint(1, 5),
+        lambda: '<div title="' + "q " * rng.randint(1_000, 2_500) + '">',
+        lambda: "<style " + "z " * rng.randint(0, 3_000),
+        lambda: rng.choice(["<b>", "</b>", "text ", "<a href='x'>", "<br/>", "<![CDATA[", "</"]),
+    ]
+    return "".join(rng.choice(pieces)() for _ in range(rng.randint(1, 100)))
+
+
+@pytest.mark.req("REQ-PAGE-006")
+def test_the_run_search_finds_the_tag_a_step_per_tag_finds() -> None:
+    """REQ-PAGE-006: the attribute bound cuts where the step-per-tag scan cut, slice by slice.
+
+    Random tag soup around the edges (1,000 and 1,001 attributes, runs of
+    4,096 and 4,097 characters without `>`, raw text and comments holding
+    long fake tags), scanned with random slice ends.
+    """
+    rng = random.Random(20261202)  # noqa: S311 - seeded test data, not security
+    cuts = 0
+    for _ in range(300):
+        html = _tag_soup(rng)
+        ends = [*sorted(rng.sample(range(len(html) + 2), min(6, len(html) + 1))), len(html) + 1]
+        old, new = _StepPerTag(html), _TagScanner(html)
+        for end in ends:
+            found = old.first_long_tag_before(end)
+            assert new.first_long_tag_before(end) == found, (html[:200], end)
+            if found != -1:
+                cuts += 1
+                break
+    assert cuts > 30  # the soup does reach the bound, often
+
+
+@pytest.mark.req("REQ-PAGE-006", "REQ-SEC-015")
+def test_controls_are_removed_and_counted_as_the_text_pattern_does() -> None:
+    """REQ-PAGE-006, REQ-SEC-015: the byte deletion removes exactly the C0 controls and DEL.
+
+    Every code point below 0x100 and a few beyond, with and without a lone
+    surrogate (which takes the text pattern instead).
+    """
+    characters = "".join(chr(code) for code in range(1, 0x100) if chr(code) not in "<&\r")
+    characters += "\u2028\u3000é中\U0001f600"
+    for extra in ("", "\ud800"):
+        text = f"a{characters}b{extra}"
+        tree = parse_bounded(f"<p>{text}</p>", max_nodes=100, max_depth=16)
+        kept, removed = _CONTROLS.subn("", text)
+        assert tree.controls_removed == removed == 28 + len(extra)
+        assert "".join(tree.root.itertext()) == kept
+
+
+@pytest.mark.req("REQ-PAGE-006")
+@pytest.mark.parametrize("end_tag", ["</body>", "</BODY \u3000>", "</Html\xa0\n>", "</hTmL>"])
+def test_root_end_tags_go_whatever_their_case_and_spaces(end_tag: str) -> None:
+    """REQ-PAGE-006: text after `</body>` or `</html>` stays, however the end tag is spelt."""
+    tree = parse_bounded(
+        f"<html><body><p>before</p>{end_tag}<p>after é</p>", max_nodes=100, max_depth=16
+    )
+    body = tree.root.find("body")
+    assert [p.text for p in body.iter("p")] == ["before", "after é"]
+
+
+# -- the one-call parse of small documents (issue 10 item 5) ---------------------------------
+
+
+def _serialised(tree: ParsedTree) -> tuple[str, bool, int]:
+    document = etree.tostring(tree.root.getroottree(), encoding="unicode", method="xml")
+    return document, tree.partial, tree.controls_removed
+
+
+@pytest.fixture
+def counted_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The lengths of the documents that took the counted parse."""
+    calls: list[int] = []
+    counted = parse_module._parse_counted
+
+    def spy(
+        html: str, max_nodes: int, depth_bound: int, tags: _TagScanner | None = None
+    ) -> ParsedTree:
+        calls.append(len(html))
+        return counted(html, max_nodes, depth_bound, tags)
+
+    monkeypatch.setattr(parse_module, "_parse_counted", spy)
+    return calls
+
+
+@pytest.mark.req("REQ-PAGE-006")
+def test_a_document_just_under_the_node_bound_in_length_is_parsed_in_one_call(
+    counted_calls: list[int],
+) -> None:
+    """REQ-PAGE-006: LIM-F10 minus three characters takes one call, one more is counted.
+
+    Both give the counted parse's tree, and neither is partial: the length
+    is what the one call may take, not what the node bound cuts.
+    """
+    document = "<p a b>" + "<b>x</b>" * 120
+    for extra in (0, 1):
+        max_nodes = len(document) + 3 - extra
+        tree = parse_bounded(document, max_nodes=max_nodes, max_depth=64)
+        assert _serialised(tree) == _serialised(
+            parse_module._parse_counted(document, max_nodes, 64)
+        )
+        assert not tree.partial
+    assert counted_calls == [len(document)] * 3  # the second bound, and the two oracle calls
+
+
+@pytest.mark.req("REQ-PAGE-006", "REQ-PAGE-008")
+def test_a_document_over_the_one_call_size_is_counted(counted_calls: list[int]) -> None:
+    """REQ-PAGE-006, REQ-PAGE-008: above ONE_CALL_CHARS the sliced parse runs, whatever LIM-F10."""
+    for size in (ONE_CALL_CHARS, ONE_CALL_CHARS + 1):
+        document = ("<p>" + "y" * (size - 3))[:size]
+        assert len(document) == size
+        assert not parse_bounded(document, max_nodes=2_000_000, max_depth=64).partial
+    assert counted_calls == [ONE_CALL_CHARS + 1]
+
+
+@pytest.mark.req("REQ-PAGE-006", "REQ-SEC-014")
+@pytest.mark.parametrize("levels", [13, 14, 15, 300, 3_000])
+def test_a_deep_small_document_ends_as_the_counted_parse_ends(
+    levels: int, counted_calls: list[int]
+) -> None:
+    """REQ-PAGE-006, REQ-SEC-014: a nest at, just under or beyond LIM-F11 is still cut there.
+
+    With html and body, `levels` divs reach depth `levels + 2`; the bound is
+    16. The one call takes only trees shallower than the bound; from depth 16
+    on the counted parse decides, partial beyond it.
+    """
+    document = "<div>" * levels + "deep" + "</div>" * levels + "<p>after</p>"
+    tree = parse_bounded(document, max_nodes=100_000, max_depth=16)
+    assert _serialised(tree) == _serialised(parse_module._parse_counted(document, 100_000, 16))
+    assert tree.partial is (levels + 2 > 16)
+    assert bool(counted_calls[:-1]) is (levels + 2 >= 16)
+
+
+_SOUP = [
+    *(
+        "<",
+        ">",
+        "/",
+        "=",
+        '"',
+        "'",
+        " ",
+        "\n",
+        "\r\n",
+        "x",
+        "é",
+        "中",
+        "&amp;",
+        "&",
+        "\x00",
+        "\x7f",
+    ),
+    *("<p", "<a", "</p>", "<html>", "<head>", "<body>", "</body >", "</HTML>", "<title>"),
+    *("<table>", "<tr>", "<td>", "<li>", "<select>", "<option>", "<frameset>", "<frame>"),
+    *("<script>", "</script>", "<style>", "<textarea>", "<plaintext>", "<!--", "-->", "<br>"),
+    *("</br>", "<p a b c>", "<image>", "<svg>", "<math>", "<![CDATA[", "]]>", "<?php ?>"),
+    *("<!DOCTYPE html>", "<meta charset='iso-8859-1'>", "\ud800", "<div>" * 20, "<div>" * 300),
+]
+
+
+@pytest.mark.req("REQ-PAGE-006", "REQ-SEC-014")
+def test_random_tag_soup_gives_the_counted_tree_and_every_node_owns_a_character() -> None:
+    """REQ-PAGE-006, REQ-SEC-014: the one call's tree is the counted parse's, and its premise holds.
+
+    For random soup (implied elements, stray brackets, controls, a lone
+    surrogate, deep nests), at the edge of the length rule and beyond it:
+    the same tree, partial flag and control count; and no tree has more
+    nodes than its document has characters plus the three implied roots.
+    """
+    rng = random.Random(5)  # noqa: S311 - seeded test data, not security
+    for _ in range(400):
+        document = "".join(rng.choice(_SOUP) for _ in range(rng.randint(0, 60)))
+        for depth, nodes in ((8, len(document) + 3), (256, len(document) + 2), (256, 200_000)):
+            try:
+                got = _serialised(parse_bounded(document, max_nodes=nodes, max_depth=depth))
+            except Unparseable:
+                got = None
+            try:
+                want = _serialised(parse_module._parse_counted(document, nodes, depth))
+            except Unparseable:
+                want = None
+            assert got == want, (document, depth, nodes)
+        if want is not None:
+            root = etree.fromstring(document.encode("utf-8", "replace"), etree.HTMLParser())
+            if root is not None:
+                assert root.xpath("count(//*) + count(//@*)") <= len(document) + 3, document
+
+
+@pytest.mark.req("REQ-PAGE-008", "REQ-SEC-012")
+def test_a_set_cancel_flag_stops_the_one_call_parse() -> None:
+    """REQ-PAGE-008: a small document's parse stops too once its call was abandoned."""
+    flag = threading.Event()
+    flag.set()
+    with cancellable(flag), pytest.raises(ParseCancelled):
+        parse_bounded(many_nodes(10), max_nodes=1_000, max_depth=64)
+
+
+@pytest.mark.req("REQ-PAGE-006")
+def test_a_small_document_with_a_tag_to_cut_is_cut_once(counted_calls: list[int]) -> None:
+    """REQ-PAGE-006: the attribute bound cuts a small page as the counted parse cuts it.
+
+    The tag found while the one call is weighed is handed to the counted
+    parse, which cuts there without scanning the tag again.
+    """
+    attributes = " ".join(f"a{i}" for i in range(MAX_TAG_ATTRIBUTES + 1))
+    document = f"<p>kept</p><p {attributes}>cut</p><p>gone</p>"
+    scanner = _TagScanner(document)
+    cut = scanner.first_long_tag_before(len(document))
+    assert cut == document.index("<p a0")
+    assert (scanner.first_long_tag_before(cut), scanner.first_long_tag_before(cut + 1)) == (-1, cut)
+    tree = parse_bounded(document, max_nodes=100_000, max_depth=64)
+    assert tree.partial
+    assert _serialised(tree) == _serialised(parse_module._parse_counted(document, 100_000, 64))
+    assert "".join(tree.root.itertext()) == "kept"
+    assert counted_calls[0] == len(document)

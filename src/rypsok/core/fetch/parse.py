@@ -9,6 +9,12 @@ the tree is partial, never unbounded. libxml2's own depth cap drops content
 silently at depth 256, so `huge_tree` lifts it to 2,048 and our bound is
 clamped below that, which makes the loss visible as `partial`.
 
+A document whose length alone keeps it under the node bound (every node owns
+a character of the input, but for the three roots libxml2 may imply) and
+under ONE_CALL_CHARS is parsed in one libxml2 call instead, without events;
+a tree that reaches the depth bound, a tag to cut or a parse error sends it
+to the counted parse, which decides as above (docs/extraction.md, 6.1g).
+
 Two libxml2 costs are bounded as each slice is fed: control characters are removed
 (they raise), and the document is cut before a start tag with more than
 MAX_TAG_ATTRIBUTES attributes, because libxml2 checks each attribute against
@@ -32,6 +38,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import contextvars
+import functools
 import re
 import threading
 from collections.abc import Iterator
@@ -84,6 +91,10 @@ def check_cancelled() -> None:
 _CHUNK_CHARS: Final = 64 * 1024
 _TAG_LOOKBACK: Final = 32  # a slice never ends inside the first characters of a tag
 _LIBXML_DEPTH_CAP: Final = 2_048  # libxml2's own limit with huge_tree
+# Documents up to this size whose length alone keeps them under LIM-F10 are parsed in
+# one libxml2 call (about 1 ms a page, a few slices' worth of the counted parse).
+ONE_CALL_CHARS: Final = 256 * 1024
+_IMPLIED_ELEMENTS: Final = 3  # html, head and body, which libxml2 adds without a tag
 # libxml2 checks each attribute of a start tag against the ones before it, so
 # one tag with many attributes costs quadratic time while holding the GIL
 # (160,000 attributes: ~29 s). The document is cut before a tag with more
@@ -94,6 +105,9 @@ MAX_TAG_ATTRIBUTES: Final = 1_000
 _LONG_TAG_CHARS: Final = 4_096
 _ATTRIBUTE: Final = re.compile(r"""[\s/]+[^\s=/>"']+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>"']*))?""")
 _START_TAG: Final = re.compile(r"<[A-Za-z]")
+# A `>` followed by more than _LONG_TAG_CHARS characters without one: the only
+# place where a long span can start after a `>`.
+_LONG_RUN: Final = re.compile(f">[^>]{{{_LONG_TAG_CHARS + 1}}}")
 # Comments are matched too (an unclosed one runs to the end, as in HTML), so
 # that `<!-- <script> -->` opens no raw text that would hide a real tag.
 _RAW_TEXT_OPEN: Final = re.compile(
@@ -102,6 +116,11 @@ _RAW_TEXT_OPEN: Final = re.compile(
     re.IGNORECASE,
 )
 _CONTROLS: Final = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f\ud800-\udfff]")
+_CONTROL_BYTES: Final = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x20), 0x7F])
+_CONTROL_BYTE_LIST: Final = tuple(bytes([control]) for control in _CONTROL_BYTES)
+# What every match of _ROOT_END_TAGS starts with, in the UTF-8 bytes: no character
+# outside ASCII matches a letter of "body" or "html" case-insensitively.
+_ROOT_END_START: Final = re.compile(rb"</(?:[bB][oO][dD][yY]|[hH][tT][mM][lL])")
 _ROOT_END_TAGS: Final = re.compile(r"</(?:body|html)\s*>", re.IGNORECASE)
 
 
@@ -139,15 +158,76 @@ class _Counter:
 
 def parse_bounded(html: str, *, max_nodes: int, max_depth: int) -> ParsedTree:
     """Parse `html`, stopping as soon as a bound is crossed (REQ-PAGE-006)."""
+    max_nodes = max(1, max_nodes)
+    depth_bound = max(1, min(max_depth, _LIBXML_DEPTH_CAP))
+    tags = _TagScanner(html)  # shared: a tag found by the first way is not counted again
+    if len(html) <= min(ONE_CALL_CHARS, max_nodes - _IMPLIED_ELEMENTS):
+        tree = _parse_in_one_call(html, depth_bound, tags)
+        if tree is not None:
+            return tree
+    return _parse_counted(html, max_nodes, depth_bound, tags)
+
+
+def _parse_in_one_call(html: str, depth_bound: int, tags: _TagScanner) -> ParsedTree | None:
+    """The tree of a document that cannot reach the node bound, or None: count it instead.
+
+    Every node of the tree owns at least one character of the input (an
+    element its `<`, an attribute the first character of its name, a `<p>`
+    that libxml2 implies the first character of the text that implied it),
+    except the `<html>`, `<head>` and `<body>` that libxml2 may imply. So a
+    document of at most LIM-F10 minus three characters cannot cross the node
+    bound, and libxml2 parses it in one call without the pull parser's
+    events (about half the cost of the counted parse). It is fed exactly the
+    bytes the counted parse would be fed; depth cannot be known before, so
+    a tree that reaches the depth bound, a tag the attribute bound would
+    cut, or any parse error is left to the counted parse, which then decides
+    as it always did. Only documents of at most ONE_CALL_CHARS take this
+    way, so one native call stays as short as a few slices (cancellation).
+    """
+    if tags.first_long_tag_before(len(html)) != -1:
+        return None
+    pieces: list[bytes] = []
+    controls_removed = 0
+    for start, end in _slices(html):
+        check_cancelled()
+        data, count = _cleaned(html[start:end])
+        pieces.append(data)
+        controls_removed += count
+    parser = etree.HTMLParser(
+        remove_comments=True, remove_pis=True, huge_tree=True, no_network=True, encoding="utf-8"
+    )
+    try:
+        root = etree.fromstring(b"".join(pieces), parser)
+    except etree.LxmlError:
+        return None
+    if root is None or root.xpath(_reaching_depth(depth_bound)):
+        return None
+    check_cancelled()  # an abandoned call extracts nothing from what was parsed
+    return ParsedTree(root=root, partial=False, controls_removed=controls_removed)
+
+
+@functools.lru_cache(maxsize=8)
+def _reaching_depth(depth: int) -> str:
+    """XPath: whether an element sits `depth` levels deep (libxml2 walks it level by level)."""
+    return "boolean(" + "/*" * depth + ")"
+
+
+def _parse_counted(
+    html: str, max_nodes: int, depth_bound: int, tags: _TagScanner | None = None
+) -> ParsedTree:
+    """Feed the pull parser slice by slice, counting its events, until a bound is crossed."""
+    # Fed as UTF-8 bytes, as lxml would encode a str itself: the cleaning below
+    # works on those bytes at C speed.
     parser = etree.HTMLPullParser(
         events=("start", "end"),
         remove_comments=True,
         remove_pis=True,
         huge_tree=True,
         no_network=True,
+        encoding="utf-8",
     )
-    counter = _Counter(max(1, max_nodes), max(1, min(max_depth, _LIBXML_DEPTH_CAP)))
-    tags = _TagScanner(html)
+    counter = _Counter(max_nodes, depth_bound)
+    tags = _TagScanner(html) if tags is None else tags
     controls_removed = 0
     crossing: Element = None
     broken = tag_cut = False
@@ -155,10 +235,10 @@ def parse_bounded(html: str, *, max_nodes: int, max_depth: int) -> ParsedTree:
         check_cancelled()
         cut = tags.first_long_tag_before(slice_end)
         tag_cut = cut != -1
-        clean, count = _CONTROLS.subn("", html[start : cut if tag_cut else slice_end])
+        data, count = _cleaned(html[start : cut if tag_cut else slice_end])
         controls_removed += count
         try:
-            parser.feed(_ROOT_END_TAGS.sub("", clean))
+            parser.feed(data)
         except etree.LxmlError:
             broken = True
         crossing = counter.consume(parser.read_events())
@@ -176,34 +256,94 @@ class _TagScanner:
     """Finds the first tag with more than MAX_TAG_ATTRIBUTES attributes, slice by slice.
 
     It scans only as far as the parser has been fed, so a document cut at
-    LIM-F10 or abandoned by its call is not scanned to its end first. Each
-    tag's span is found with `find`, and only long spans are scanned for
-    attributes (quote-aware, so a `>` inside a quoted value does not end the
-    count early but the span is still bounded by it).
+    LIM-F10 or abandoned by its call is not scanned to its end first. A tag's
+    span runs from a `<` to the next `>`; the spans walked are those of the
+    first `<` after each `>` (and of the first `<` of the document). Only
+    spans longer than _LONG_TAG_CHARS can hold that many attributes, and such
+    a span lies in a run of at least that many characters without `>`, so
+    the runs are found by one regular expression anchored at `>` (each
+    character is looked at about twice, in C) instead of a Python step per
+    tag. Long spans are then scanned for attributes (quote-aware, so a `>`
+    inside a quoted value does not end the count early but the span is
+    still bounded by it).
     """
 
     def __init__(self, html: str) -> None:
         self._html = html
-        self._position = html.find("<")
+        self._resume = 0  # where the walk goes on
+        # True: the next span is that of the first `<` at or after `_resume`;
+        # False: `_resume` is a `>` (the end of a span, or a `>` already looked past).
+        self._at_tag = True
+        self._done = False
+        self._cut = -1  # the tag found, once found: asking again costs nothing
         self._raw_text: list[tuple[int, int]] | None = None
 
     def first_long_tag_before(self, end: int) -> int:
         """The start of such a tag among those starting before `end`, or -1."""
-        html, position = self._html, self._position
-        while position != -1 and position < end:
-            close = html.find(">", position)
-            stop = len(html) if close == -1 else close
-            if stop - position > _LONG_TAG_CHARS and _START_TAG.match(html, position):
+        if self._cut != -1:
+            return self._cut if self._cut < end else -1
+        html = self._html
+        while (span := self._next_long_span(end)) is not None:
+            position, close = span
+            if _START_TAG.match(html, position):
                 inside = self._raw_text_end(position)
                 if inside is not None:
-                    position = html.find("<", inside)
+                    self._resume, self._at_tag = inside, True
                     continue
+                stop = len(html) if close == -1 else close
                 attributes = sum(1 for _ in _ATTRIBUTE.finditer(html, position + 1, stop))
                 if attributes > MAX_TAG_ATTRIBUTES:
+                    self._cut = position
                     return position
-            position = -1 if close == -1 else html.find("<", close)
-        self._position = position
+            self._past(close)
         return -1
+
+    def _past(self, close: int) -> None:
+        """Go on after the span that ends at `close` (-1: it ran to the end of the document)."""
+        if close == -1:
+            self._done = True
+        else:
+            self._resume, self._at_tag = close, False
+
+    def _next_long_span(self, end: int) -> tuple[int, int] | None:
+        """The next walked `<` before `end` whose span is long, with the `>` that ends it."""
+        html = self._html
+        while not self._done:
+            if self._at_tag:
+                position = html.find("<", self._resume)
+                if position == -1:
+                    self._done = True
+                    return None
+                if position >= end:
+                    self._resume = position
+                    return None
+                close = html.find(">", position)
+                if (len(html) if close == -1 else close) - position > _LONG_TAG_CHARS:
+                    return position, close
+                self._past(close)
+                continue
+            # A match needs _LONG_TAG_CHARS + 1 characters after its `>`, so with this end
+            # every `>` before `end` is tried and none after it.
+            gap = _LONG_RUN.search(html, self._resume, end + _LONG_TAG_CHARS + 1)
+            if gap is None:
+                # Every `>` before `end` was tried and is too short: go on from the last.
+                self._resume = max(self._resume, html.rfind(">", self._resume, end))
+                return None
+            after = gap.start() + 1
+            close = html.find(">", after)
+            stop = len(html) if close == -1 else close
+            position = html.find("<", after, stop)
+            if position == -1:
+                self._past(close)
+            elif position >= end:
+                # Walked next, in a later slice: its `>` is not looked for again before then.
+                self._resume, self._at_tag = position, True
+                return None
+            elif stop - position > _LONG_TAG_CHARS:
+                return position, close
+            else:
+                self._past(close)
+        return None
 
     def _raw_text_end(self, position: int) -> int | None:
         """The end of the raw-text span (script, style, ...) that holds `position`, or None.
@@ -237,6 +377,33 @@ def _raw_text_spans(html: str) -> list[tuple[int, int]]:
         spans.append((opening.end(), end))
         position = end
     return spans
+
+
+def _cleaned(piece: str) -> tuple[bytes, int]:
+    """`piece` as the parser is fed it, UTF-8, with the count of control characters removed.
+
+    C0 controls and DEL are single bytes in UTF-8 (never part of a longer
+    sequence), so deleting those bytes removes exactly what `_CONTROLS`
+    removes from the text, at C speed; only a piece with a lone surrogate
+    (which UTF-8 cannot encode) takes the regular expression. The text
+    regular expression for `</body>` and `</html>` (Unicode spaces before the
+    `>`) runs only on a piece whose bytes hold the start of a match, which
+    nearly every piece but the last does not.
+    """
+    try:
+        encoded = piece.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        text, count = _CONTROLS.subn("", piece)
+        encoded = text.encode("utf-8")
+    else:
+        count = 0
+        # One memchr per control byte is several times faster than one pass deleting them.
+        if any(encoded.find(control) != -1 for control in _CONTROL_BYTE_LIST):
+            kept = encoded.translate(None, _CONTROL_BYTES)
+            count, encoded = len(encoded) - len(kept), kept
+    if _ROOT_END_START.search(encoded):
+        encoded = _ROOT_END_TAGS.sub("", encoded.decode("utf-8")).encode("utf-8")
+    return encoded, count
 
 
 def _finish(parser: Any, counter: _Counter) -> Element:
