@@ -73,6 +73,31 @@ def test_the_client_takes_the_context_from_the_handle(monkeypatch: pytest.Monkey
         EgressClient(user_agent="rypsok-test")  # without one it loads, as today
 
 
+_IMPORTS_OF_THE_THREAD = """
+import json, sys, threading
+threading.Thread.start = lambda self: None  # the thread's work is run below, in the open
+from rypsok.core.system_tls import start_system_context
+pending = start_system_context()
+before = set(sys.modules)
+pending._thread.run()
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+@pytest.mark.req("REQ-PERF-005")
+def test_the_thread_imports_nothing_the_importing_thread_could_be_importing() -> None:
+    """REQ-PERF-005: every module the load needs is imported before the thread starts."""
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORTS_OF_THE_THREAD],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=child_env(),
+        check=True,
+    )
+    assert done.stdout.strip() == "[]", done.stdout
+
+
 _CHILD = f"""
 import ssl, sys
 import httpx2

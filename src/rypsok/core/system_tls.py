@@ -30,8 +30,11 @@ class PendingSystemContext:
     def __init__(self) -> None:
         self._context: ssl.SSLContext | None = None
         self._error: BaseException | None = None
-        # httpx2 is imported here, on the caller's thread, so the two threads
-        # never import the same modules at once; only the store load overlaps.
+        # What the load imports (httpx2, and httpcore2 which httpx2 imports only
+        # inside the call) is imported here, on the caller's thread: two threads
+        # importing the same modules at once can meet a half-initialised module.
+        # The imports are GIL-bound anyway; only the store load overlaps.
+        import httpcore2  # noqa: F401, PLC0415
         import httpx2  # noqa: F401, PLC0415
 
         self._thread = threading.Thread(target=self._build, name="rypsok-ca-store", daemon=True)
