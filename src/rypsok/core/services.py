@@ -42,6 +42,7 @@ from rypsok.core.invocation import InvocationLimiter
 from rypsok.core.metrics import CountedCache, Metrics
 from rypsok.core.privacy import CredentialMode, find_credentials, mask_credentials
 from rypsok.core.search.aggregate import SearchPipeline, SearchRequest
+from rypsok.core.system_tls import PendingSystemContext
 
 if TYPE_CHECKING:
     from rypsok.core.fetch.pipeline import FetchPipeline
@@ -99,6 +100,7 @@ class Services:
         *,
         clock: Callable[[], float] = time.monotonic,
         egress: EgressClient | None = None,
+        system_context: PendingSystemContext | None = None,
     ) -> None:
         self.config = config
         self.metrics = Metrics()
@@ -110,7 +112,7 @@ class Services:
         self.engines: list[tuple[Driver, bool]] = [
             (entry.driver, True) for entry in self.listed if entry.driver is not None
         ]
-        self.egress = egress or build_egress(config)
+        self.egress = egress or build_egress(config, system_context)
         # Hook (issue 12): the result cache and the state instances share through Redis.
         self.shared = SharedState.build(config, self.metrics)
         # LIM-C5: one limiter for every parse of the process, web_fetch's extractions
@@ -484,8 +486,14 @@ class Services:
         await self.shared.aclose()
 
 
-def build_egress(config: Config) -> EgressClient:
-    """The process's egress client; ConfigError naming the keys when it cannot be built."""
+def build_egress(
+    config: Config, system_context: PendingSystemContext | None = None
+) -> EgressClient:
+    """The process's egress client; ConfigError naming the keys when it cannot be built.
+
+    `system_context` is the CA store load `serve` started early; without it the
+    client loads the store itself.
+    """
     # The egress layer's own words name what is wrong and never echo a value.
     try:
         rules = EgressRules.from_strings(allow=config.egress.allow, deny=config.egress.deny)
@@ -495,6 +503,7 @@ def build_egress(config: Config) -> EgressClient:
         return EgressClient(
             user_agent=user_agent(config.operator.contact),
             rules=rules,
+            system_context=system_context,
             proxy=config.egress.proxy,
             fetch_allow_http=config.fetch.allow_http,
             fetch_extra_ports=config.fetch.ports,
