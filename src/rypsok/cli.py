@@ -32,20 +32,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    # `serve` loads the egress CA store in a thread while it imports the stack
-    # (issue 14 item 3); `check` builds it synchronously, as the client always did.
-    system_context = None
-    if args.command == "serve":
-        from rypsok.core.system_tls import start_system_context  # noqa: PLC0415
-
-        system_context = start_system_context()
     from rypsok import commands  # noqa: PLC0415 (after the arguments: see above)
 
     return commands.run(
-        args.command,
-        config_path=args.config,
-        transport=getattr(args, "transport", "stdio"),
-        system_context=system_context,
+        args.command, config_path=args.config, transport=getattr(args, "transport", "stdio")
     )
 
 

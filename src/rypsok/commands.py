@@ -21,7 +21,6 @@ from rypsok.core.secret_files import judge_secret_files
 from rypsok.core.services import engine_categories, engine_states, load_configuration
 
 if TYPE_CHECKING:
-    from rypsok.core.system_tls import PendingSystemContext
     from rypsok.mcp.http.plan import HttpPlan
 
 EXIT_OK = 0
@@ -30,18 +29,8 @@ EXIT_CONFIG = 1
 log = logging.getLogger("rypsok.cli")
 
 
-def run(
-    command: str,
-    *,
-    config_path: str | None,
-    transport: str,
-    system_context: PendingSystemContext | None = None,
-) -> int:
-    """Run a parsed command: `check`, or `serve` over `transport`; the exit code.
-
-    `system_context` is the egress CA store load `serve` started before these
-    imports; None loads it when the egress client is built.
-    """
+def run(command: str, *, config_path: str | None, transport: str) -> int:
+    """Run a parsed command: `check`, or `serve` over `transport`; the exit code."""
     logs.configure()
     try:
         config = load_configuration(config_path)
@@ -61,8 +50,8 @@ def run(
     if command == "check":
         return _check(config)
     if transport == "http":
-        return _serve_http(config, system_context)
-    return _serve_stdio(config, system_context)
+        return _serve_http(config)
+    return _serve_stdio(config)
 
 
 def _check(config: Config) -> int:
@@ -125,7 +114,7 @@ def _log_engines(config: Config) -> None:
         logs.event(log, "engine", engine=engine_id, state=state)
 
 
-def _serve_stdio(config: Config, system_context: PendingSystemContext | None) -> int:
+def _serve_stdio(config: Config) -> int:
     # The protocol stack is imported only when serving: check and usage stay light.
     import anyio  # noqa: PLC0415
 
@@ -133,7 +122,7 @@ def _serve_stdio(config: Config, system_context: PendingSystemContext | None) ->
     from rypsok.mcp.stdio import serve_stdio  # noqa: PLC0415
 
     try:
-        services = Services(config, system_context=system_context)
+        services = Services(config)
     except ConfigError as exc:
         logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
         return EXIT_CONFIG
@@ -143,7 +132,7 @@ def _serve_stdio(config: Config, system_context: PendingSystemContext | None) ->
     return EXIT_OK
 
 
-def _serve_http(config: Config, system_context: PendingSystemContext | None) -> int:
+def _serve_http(config: Config) -> int:
     try:
         plan = _http_plan(config)
     except ConfigError as exc:
@@ -157,7 +146,7 @@ def _serve_http(config: Config, system_context: PendingSystemContext | None) -> 
 
     _log_engines(config)
     try:
-        anyio.run(serve_http, Services(config, system_context=system_context), plan)
+        anyio.run(serve_http, Services(config), plan)
     except ConfigError as exc:  # TLS material or the address, found only when serving
         logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
         return EXIT_CONFIG

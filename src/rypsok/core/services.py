@@ -42,7 +42,6 @@ from rypsok.core.invocation import InvocationLimiter
 from rypsok.core.metrics import CountedCache, Metrics
 from rypsok.core.privacy import CredentialMode, find_credentials, mask_credentials
 from rypsok.core.search.aggregate import SearchPipeline, SearchRequest
-from rypsok.core.system_tls import PendingSystemContext
 
 if TYPE_CHECKING:
     from rypsok.core.fetch.pipeline import FetchPipeline
@@ -100,7 +99,6 @@ class Services:
         *,
         clock: Callable[[], float] = time.monotonic,
         egress: EgressClient | None = None,
-        system_context: PendingSystemContext | None = None,
     ) -> None:
         self.config = config
         self.metrics = Metrics()
@@ -112,7 +110,7 @@ class Services:
         self.engines: list[tuple[Driver, bool]] = [
             (entry.driver, True) for entry in self.listed if entry.driver is not None
         ]
-        self.egress = egress or build_egress(config, system_context)
+        self.egress = egress or build_egress(config)
         # Hook (issue 12): the result cache and the state instances share through Redis.
         self.shared = SharedState.build(config, self.metrics)
         # LIM-C5: one limiter for every parse of the process, web_fetch's extractions
@@ -486,14 +484,8 @@ class Services:
         await self.shared.aclose()
 
 
-def build_egress(
-    config: Config, system_context: PendingSystemContext | None = None
-) -> EgressClient:
-    """The process's egress client; ConfigError naming the keys when it cannot be built.
-
-    `system_context` is the CA store load `serve` started early; without it the
-    client loads the store itself.
-    """
+def build_egress(config: Config) -> EgressClient:
+    """The process's egress client; ConfigError naming the keys when it cannot be built."""
     # The egress layer's own words name what is wrong and never echo a value.
     try:
         rules = EgressRules.from_strings(allow=config.egress.allow, deny=config.egress.deny)
@@ -503,7 +495,6 @@ def build_egress(
         return EgressClient(
             user_agent=user_agent(config.operator.contact),
             rules=rules,
-            system_context=system_context,
             proxy=config.egress.proxy,
             fetch_allow_http=config.fetch.allow_http,
             fetch_extra_ports=config.fetch.ports,

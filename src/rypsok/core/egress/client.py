@@ -93,7 +93,6 @@ from rypsok.core.egress.policy import (
     EgressRules,
     EngineProfile,
 )
-from rypsok.core.system_tls import PendingSystemContext, build_system_context
 
 __all__ = [
     "DECODED_CODINGS",
@@ -215,7 +214,6 @@ class EgressClient:
         user_agent: str,
         rules: EgressRules = NO_RULES,
         ssl_context: ssl.SSLContext | None = None,
-        system_context: PendingSystemContext | None = None,
         proxy: str | None = None,
         fetch_allow_http: bool = False,
         fetch_extra_ports: tuple[int, ...] = (),
@@ -237,14 +235,13 @@ class EgressClient:
             rules, allow_http=fetch_allow_http, extra_ports=fetch_extra_ports
         )
         self._resolver = resolver
-        # The system store, never SSL_CERT_FILE/SSL_CERT_DIR: loaded here, or
-        # joined from the load `serve` started before its imports.
-        if ssl_context is not None:
-            context = ssl_context
-        elif system_context is not None:
-            context = system_context.result()
-        else:
-            context = build_system_context()
+        # The system store (truststore's or OpenSSL's default paths), never a
+        # bundle of our own, and never SSL_CERT_FILE/SSL_CERT_DIR.
+        context = (
+            ssl_context
+            if ssl_context is not None
+            else httpx2.create_ssl_context(verify=True, trust_env=False)
+        )
         core_proxy, proxy_endpoint = _core_proxy(proxy, context) if proxy else (None, None)
         self._proxied = core_proxy is not None
 
