@@ -222,13 +222,9 @@ class EgressClient:
         if not (user_agent.isascii() and user_agent.isprintable() and user_agent.strip()):
             raise ValueError("the User-Agent must be printable ASCII")
         self._engine_profile = EngineProfile(rules)
-        # Engine endpoints are a handful of fixed strings: judge each once.
-        # Refusals raise and so are never cached.
-        self._check_engine_url = functools.lru_cache(maxsize=ENDPOINT_CACHE_SIZE)(
-            self._engine_profile.check
-        )
-        # What a request to one endpoint string needs before its own parts: the
-        # judged URL, the pool, Host, the target's path. Refusals are not cached.
+        # Engine endpoints are a handful of fixed strings: each is judged once, with
+        # what a request to it needs before its own parts (the judged URL, the pool,
+        # Host, the target's path). Refusals raise and so are never cached.
         self._endpoint = functools.lru_cache(maxsize=ENDPOINT_CACHE_SIZE)(self._judged_endpoint)
         self._request_shape = functools.lru_cache(maxsize=SHAPE_CACHE_SIZE)(self._shape)
         self._agent_profile = AgentProfile(
@@ -430,7 +426,7 @@ class EgressClient:
 
     def _judged_endpoint(self, endpoint: str, explicit_endpoint: bool) -> _Endpoint:
         """The endpoint judged by the engine profile, its pool, and its parts a request needs."""
-        url = self._check_engine_url(endpoint, explicit_endpoint=explicit_endpoint)
+        url = self._engine_profile.check(endpoint, explicit_endpoint=explicit_endpoint)
         pool = self._engine_pool(url, explicit_endpoint)
         return _Endpoint(url, pool, url.netloc, url.raw_path, url.raw_path.partition(b"?")[0])
 
