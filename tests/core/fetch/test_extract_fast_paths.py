@@ -8,10 +8,12 @@ are checked on the inline elements whose measure they decide.
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
 from rypsok.core.fetch.extract import extract_html
+from rypsok.core.fetch.extract.markdown import _NOT_A_DESCRIPTION, _names_nothing
 from rypsok.core.fetch.extract.noise import (
     CLASS_CHROME,
     CONDITIONAL,
@@ -135,3 +137,28 @@ def test_edit_links_and_hidden_inline_elements_stay_out() -> None:
     assert "secret words" not in extracted.markdown
     assert "[kept link](https://example.test/other)" in extracted.markdown
     assert extracted.hidden_chars == len("secret words")
+
+
+@pytest.mark.req("REQ-FETCH-004")
+def test_alt_text_of_several_words_is_a_description_as_the_pattern_says() -> None:
+    """REQ-FETCH-004: the word-count shortcut before the placeholder pattern decides as it does."""
+    spaces = re.compile(r"\s")
+    assert all(bool(spaces.fullmatch(char)) == char.isspace() for char in map(chr, range(0x110000)))
+    words = [
+        "logo",
+        "IMG_2041.jpg",
+        "photo",
+        "a",
+        "The",
+        "chart.png",
+        "x-1",
+        "\u00a0",
+        " ",
+        "\u2003",
+    ]
+    rng = random.Random(7)  # noqa: S311 - seeded test data, not security
+    for _ in range(5_000):
+        alt = "".join(rng.choice(words) for _ in range(rng.randint(1, 4)))
+        assert _names_nothing(alt) == (_NOT_A_DESCRIPTION.fullmatch(alt) is not None), alt
+    assert _names_nothing(" logo ")
+    assert not _names_nothing("logo of the company")

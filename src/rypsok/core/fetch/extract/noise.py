@@ -231,7 +231,8 @@ class Stat:
         self.chars += len(text.strip())
         self.commas += text.count(",")
         if not text.isascii():
-            self.commas += sum(text.count(comma) for comma in _WIDE_COMMAS)
+            for comma in _WIDE_COMMAS:  # a loop, not sum() of a generator: no frame per text
+                self.commas += text.count(comma)
 
     @property
     def link_density(self) -> float:
@@ -581,9 +582,9 @@ def _compound_names(word: str) -> Iterator[str]:
         yield match.group(1) or match.group(2)
 
 
-def _name_words(attributes: Mapping[str, str]) -> frozenset[str]:
-    classes = attributes.get("class", "")
-    identifier = attributes.get("id", "")
+def _name_words(attributes: _HasGet) -> frozenset[str]:
+    classes = attributes.get("class") or ""
+    identifier = attributes.get("id") or ""
     if not classes and not identifier:
         return _NO_WORDS
     return _words(f"{classes} {identifier}")
@@ -633,7 +634,7 @@ def _class_naming(classes: str) -> int:
 
 
 def name_weight(element: HtmlElement) -> int:
-    words = _name_words(element.attrib)
+    words = _name_words(element)  # the element's own get: no attribute view to build
     if not words:
         return 0
     weight = 0
