@@ -108,6 +108,7 @@ _START_TAG: Final = re.compile(r"<[A-Za-z]")
 # A `>` followed by more than _LONG_TAG_CHARS characters without one: the only
 # place where a long span can start after a `>`.
 _LONG_RUN: Final = re.compile(f">[^>]{{{_LONG_TAG_CHARS + 1}}}")
+_RUN_BLOCK: Final = (_LONG_TAG_CHARS + 2) // 2  # any run of 4,097 holds a whole such block
 # Comments are matched too (an unclosed one runs to the end, as in HTML), so
 # that `<!-- <script> -->` opens no raw text that would hide a real tag.
 _RAW_TEXT_OPEN: Final = re.compile(
@@ -324,12 +325,12 @@ class _TagScanner:
                 continue
             # A match needs _LONG_TAG_CHARS + 1 characters after its `>`, so with this end
             # every `>` before `end` is tried and none after it.
-            gap = _LONG_RUN.search(html, self._resume, end + _LONG_TAG_CHARS + 1)
-            if gap is None:
+            gap = long_run_start(html, self._resume, end + _LONG_TAG_CHARS + 1)
+            if gap == -1:
                 # Every `>` before `end` was tried and is too short: go on from the last.
                 self._resume = max(self._resume, html.rfind(">", self._resume, end))
                 return None
-            after = gap.start() + 1
+            after = gap + 1
             close = html.find(">", after)
             stop = len(html) if close == -1 else close
             position = html.find("<", after, stop)
@@ -361,6 +362,36 @@ class _TagScanner:
         if index >= 0 and spans[index][0] <= position < spans[index][1]:
             return spans[index][1]
         return None
+
+
+def long_run_start(html: str, start: int, stop: int) -> int:
+    """Where `_LONG_RUN.search(html, start, stop)` would match, or -1; found by memchr.
+
+    The regular expression takes a step per character. A match is a `>` and
+    _LONG_TAG_CHARS + 1 characters without one, so it holds a whole block of
+    _RUN_BLOCK characters counted from `start` (a run of 4,097 holds a whole
+    aligned block of 2,048) that has no `>`. Each block is searched once
+    (`str.rfind`, in C, which also gives the last `>` before the next block);
+    at a block without `>` the one candidate is the last `>` before it, and a
+    run without `>` after that candidate is the match. The first block to
+    give a match gives the first match: an earlier match would hold an
+    earlier such block. A test compares the two on random documents.
+    """
+    stop = min(stop, len(html))
+    last = -1  # the last `>` before `block` (from `start` on)
+    block = start
+    while block + _RUN_BLOCK <= stop:
+        found = html.rfind(">", block, block + _RUN_BLOCK)
+        if found != -1:
+            last = found
+        elif (
+            last != -1
+            and last + _LONG_TAG_CHARS + 2 <= stop
+            and html.find(">", last + 1, last + _LONG_TAG_CHARS + 2) == -1
+        ):
+            return last
+        block += _RUN_BLOCK
+    return -1
 
 
 def _raw_text_spans(html: str) -> list[tuple[int, int]]:

@@ -189,7 +189,9 @@ class Markdown:
         """Remove the inline pieces from `start`; return leading space, text, trailing space."""
         joined = "".join(self._inline[start:])
         del self._inline[start:]
-        core = _SPACES.sub(" ", joined.strip())
+        core = joined.strip()
+        if "  " in core:  # a C search first: the regex costs a step per character
+            core = _SPACES.sub(" ", core)
         lead = " " if joined[:1].isspace() else ""
         trail = " " if joined[-1:].isspace() and core else ""
         return lead, core, trail
@@ -363,7 +365,7 @@ class Markdown:
         holds a placeholder (often a data: URI, which `resolve` refuses).
         """
         alt = element.get("alt")
-        if not alt or self._raw or alt.isspace() or _NOT_A_DESCRIPTION.fullmatch(alt):
+        if not alt or self._raw or alt.isspace() or _names_nothing(alt):
             return
         url = self._url(element.get("src")) or self._url(element.get("data-src"))
         if url is None:
@@ -588,6 +590,16 @@ def _language(element: HtmlElement) -> str:
         if match and match.group(1).lower() not in _NO_LANGUAGE:
             return match.group(1)
     return ""
+
+
+def _names_nothing(alt: str) -> bool:
+    """Whether the alt text is one file name or placeholder word (`_NOT_A_DESCRIPTION`).
+
+    No alternative of the pattern holds whitespace, so alt text of two or
+    more words (the common case) is a description without running it; `\\s`
+    and `str.split` agree on what whitespace is.
+    """
+    return len(alt.split(None, 1)) == 1 and _NOT_A_DESCRIPTION.fullmatch(alt) is not None
 
 
 def _longest_run(text: str) -> int:

@@ -22,7 +22,7 @@ import itertools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Protocol
 
 from lxml import etree  # type: ignore[import-untyped]
 
@@ -231,7 +231,8 @@ class Stat:
         self.chars += len(text.strip())
         self.commas += text.count(",")
         if not text.isascii():
-            self.commas += sum(text.count(comma) for comma in _WIDE_COMMAS)
+            for comma in _WIDE_COMMAS:  # a loop, not sum() of a generator: no frame per text
+                self.commas += text.count(comma)
 
     @property
     def link_density(self) -> float:
@@ -269,14 +270,12 @@ def analyse(body: HtmlElement) -> Analysis:
             opened += 1
             if not opened % CANCEL_CHECK_INTERVAL:
                 check_cancelled()  # an abandoned extraction stops here (REQ-PAGE-008)
-            stat = _open(element, stack, analysis)
+            stat = _open(element, stack, analysis, links)
             if stat is None:
                 noise.add(element)
                 walker.skip_subtree()
                 continue
             stack.append(stat)
-            if stat.element is not element and element.tag == "a":
-                links.append((element, stat, stat.chars))
             if text := element.text:
                 stat.add_text(text)
         elif element in noise:
@@ -300,36 +299,103 @@ def _close_inline(
         stack[-1].add_text(tail)
 
 
-def _open(element: HtmlElement, stack: list[Stat], analysis: Analysis) -> Stat | None:
-    """The element's measure, or None when it is noise (the walk root never is)."""
+def _open(
+    element: HtmlElement,
+    stack: list[Stat],
+    analysis: Analysis,
+    links: list[tuple[HtmlElement, Stat, int]],
+) -> Stat | None:
+    """The element's measure, or None when it is noise (the walk root never is).
+
+    Only the attributes the rules read (class, role, id, href) are read, one
+    `get` each: building the element's whole attribute list decoded every
+    long value (styles, sources, data) that no rule reads.
+    """
     tag = element.tag
     if not isinstance(tag, str):
         return None
-    inherited = stack[-1].flags & INHERITED if stack else 0
-    if stack and tag in _NOISE_CANDIDATE_TAGS and _is_noise_tag(tag, element, inherited):
+    get = element.get
+    if not stack:
+        return _own_stat(element, tag, 0, classes=get("class"), role=get("role"), analysis=analysis)
+    inherited = stack[-1].flags & INHERITED
+    if tag in _NOISE_CANDIDATE_TAGS and _is_noise_tag(tag, element, inherited):
         return None
-    flags = inherited
-    is_main = tag == "main"
-    items = element.items()  # one call: attribute reads are the costly part of the pass
-    if stack and tag in _INLINE_TAGS and not items:
-        return stack[-1]  # shared with the parent
-    if items:
-        attributes = dict(items)
-        if stack and hidden_by_class(attributes):
-            analysis.hidden_elements += 1
-            analysis.hidden_chars += _text_size(element)
-            return None
-        if stack and _chrome_role(attributes, inherited):
-            return None
-        if tag == "a" and _is_edit_link(attributes.get("href")):
-            return None
-        if tag == "img" and stack:
-            return stack[-1]  # no text of its own; the alt text is the renderer's
-        is_main = is_main or _role(attributes) == "main"
-        if tag not in _HEADING_TAGS and (naming := chrome_naming(attributes)):
-            flags |= naming
-        elif stack and tag in _INLINE_TAGS:
-            return stack[-1]
+    classes = get("class")
+    if classes is not None and _hidden_class(classes):
+        analysis.hidden_elements += 1
+        analysis.hidden_chars += _text_size(element)
+        return None
+    role = get("role")
+    if role is not None and _chrome_role(role, inherited):
+        return None
+    if tag in _INLINE_TAGS:
+        parent = stack[-1]
+        return _inline(
+            element, tag, parent, classes=classes, role=role, analysis=analysis, links=links
+        )
+    return _own_stat(element, tag, inherited, classes=classes, role=role, analysis=analysis)
+
+
+def _inline(
+    element: HtmlElement,
+    tag: str,
+    parent: Stat,
+    *,
+    classes: str | None,
+    role: str | None,
+    analysis: Analysis,
+    links: list[tuple[HtmlElement, Stat, int]],
+) -> Stat | None:
+    """A plain inline element shares its parent's measure; one named as chrome has its own.
+
+    A shared link is recorded in `links` with the characters its parent had
+    when it opened, to count its text as link text.
+    """
+    if tag == "a" and _is_edit_link(element.get("href")):
+        return None
+    if tag == "img":
+        return parent  # no text of its own; the alt text is the renderer's
+    naming = _naming(element, classes)
+    if naming:
+        is_main = role is not None and _role_name(role) == "main"
+        inherited = parent.flags & INHERITED
+        return _new_stat(
+            element, tag, inherited=inherited, naming=naming, is_main=is_main, analysis=analysis
+        )
+    if tag == "a":
+        links.append((element, parent, parent.chars))
+    return parent
+
+
+def _own_stat(
+    element: HtmlElement,
+    tag: str,
+    inherited: int,
+    *,
+    classes: str | None,
+    role: str | None,
+    analysis: Analysis,
+) -> Stat | None:
+    """The measure of a block (or of the walk root), None for an edit link."""
+    if tag == "a" and _is_edit_link(element.get("href")):
+        return None
+    is_main = tag == "main" or (role is not None and _role_name(role) == "main")
+    naming = 0 if tag in _HEADING_TAGS else _naming(element, classes)
+    return _new_stat(
+        element, tag, inherited=inherited, naming=naming, is_main=is_main, analysis=analysis
+    )
+
+
+def _new_stat(
+    element: HtmlElement,
+    tag: str,
+    *,
+    inherited: int,
+    naming: int,
+    is_main: bool,
+    analysis: Analysis,
+) -> Stat:
+    flags = inherited | naming
     if is_main or tag in ("article", "section"):
         flags |= IN_CONTENT
     if tag == "form":
@@ -461,10 +527,20 @@ def _text_size(element: HtmlElement) -> int:
     return sum(len(text.strip()) for text in element.itertext())
 
 
-def _chrome_role(attributes: Mapping[str, str], inherited: int) -> bool:
+def _chrome_role(role: str, inherited: int) -> bool:
     """Whether the role makes the element site chrome (outside an article for some roles)."""
-    role = _role(attributes)
-    return role in _CHROME_ROLES or (role in _SECTION_CHROME_ROLES and not inherited & IN_CONTENT)
+    name = _role_name(role)
+    return name in _CHROME_ROLES or (name in _SECTION_CHROME_ROLES and not inherited & IN_CONTENT)
+
+
+@functools.lru_cache(maxsize=1_024)
+def _hidden_class(classes: str) -> bool:
+    """`hidden_by_class` of an element whose class attribute is `classes`, cached per value.
+
+    The utility-class rule reads the class attribute alone, so the verdict
+    is one per class value (a page repeats a few hundred values).
+    """
+    return hidden_by_class({"class": classes})
 
 
 def _is_edit_link(href: str | None) -> bool:
@@ -475,8 +551,7 @@ def _is_edit_link(href: str | None) -> bool:
     return "/edit/" in path or "action=edit" in query or path.endswith("/edit")
 
 
-def _role(attributes: Mapping[str, str]) -> str:
-    role = attributes.get("role")
+def _role_name(role: str) -> str:
     return role.strip().lower() if role else ""
 
 
@@ -507,15 +582,21 @@ def _compound_names(word: str) -> Iterator[str]:
         yield match.group(1) or match.group(2)
 
 
-def _name_words(attributes: Mapping[str, str]) -> frozenset[str]:
-    classes = attributes.get("class", "")
-    identifier = attributes.get("id", "")
+def _name_words(attributes: _HasGet) -> frozenset[str]:
+    classes = attributes.get("class") or ""
+    identifier = attributes.get("id") or ""
     if not classes and not identifier:
         return _NO_WORDS
     return _words(f"{classes} {identifier}")
 
 
 _NO_WORDS: Final[frozenset[str]] = frozenset()
+
+
+class _HasGet(Protocol):
+    """An element or a mapping of its attributes: what `_naming` reads the id from."""
+
+    def get(self, key: str, /) -> str | None: ...
 
 
 def chrome_naming(attributes: Mapping[str, str]) -> int:
@@ -526,20 +607,34 @@ def chrome_naming(attributes: Mapping[str, str]) -> int:
     the block conditional. A class that also says content ("post-content
     share-enabled") is conditional only.
     """
-    classes = attributes.get("class", "")
-    class_words = _words(classes) if classes else _NO_WORDS
-    if not _CHROME_WORDS.isdisjoint(class_words):
-        if _POSITIVE_WORDS.isdisjoint(class_words):
-            return CONDITIONAL | CLASS_CHROME
-        return CONDITIONAL
-    identifier = attributes.get("id", "")
+    return _naming(attributes, attributes.get("class"))
+
+
+def _naming(element: _HasGet, classes: str | None) -> int:
+    """`chrome_naming` of an element whose class is `classes`; its id is read only if needed."""
+    if classes:
+        naming = _class_naming(classes)
+        if naming:
+            return naming
+    identifier = element.get("id")
     if identifier and not _CHROME_WORDS.isdisjoint(_words(identifier)):
         return CONDITIONAL
     return 0
 
 
+@functools.lru_cache(maxsize=8_192)
+def _class_naming(classes: str) -> int:
+    """The flags a class value gives by its words, cached per value as the words are."""
+    class_words = _words(classes)
+    if _CHROME_WORDS.isdisjoint(class_words):
+        return 0
+    if _POSITIVE_WORDS.isdisjoint(class_words):
+        return CONDITIONAL | CLASS_CHROME
+    return CONDITIONAL
+
+
 def name_weight(element: HtmlElement) -> int:
-    words = _name_words(element.attrib)
+    words = _name_words(element)  # the element's own get: no attribute view to build
     if not words:
         return 0
     weight = 0
