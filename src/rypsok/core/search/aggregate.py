@@ -332,6 +332,10 @@ class SearchPipeline:
             for d in self.engines
         }
         self._preference = [d.id for d in self.engines]
+        # The engines whose records require attribution; an engine's record is fixed.
+        self._attribution_required = frozenset(
+            d.id for d in self.engines if d.admission.attribution_required
+        )
         # The host each engine's `engine_request` line names, read once: its endpoint
         # is fixed with its settings.
         self._hosts = {d.id: _host(d.endpoint) for d in self.engines}
@@ -602,7 +606,7 @@ class SearchPipeline:
 
     def _attributed(self, result: CanonicalResult) -> list[str] | None:
         engines = [o.engine for o in result.observations]
-        required = any(d.admission.attribution_required for d in self.engines if d.id in engines)
+        required = not self._attribution_required.isdisjoint(engines)
         return engines if self._config.search.attribution or required else None
 
     def _results(
