@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
@@ -150,7 +149,7 @@ def test_success_keeps_the_instance_order_raw_content_and_dates() -> None:
 @pytest.mark.parametrize("name", ["ok.json", "news_ok.json"])
 def test_the_instance_bookkeeping_never_reaches_a_hit(name: str) -> None:
     """REQ-ENG-005, REQ-ARCH-002, REQ-ERR-004: engine(s), score, positions, category stay behind."""
-    assert [f.name for f in dataclasses.fields(RawHit)] == [
+    assert list(RawHit._fields) == [
         "rank",
         "url",
         "title",

@@ -28,6 +28,7 @@ from rypsok.core.engines.base import (
 )
 from rypsok.core.metrics import Metrics
 from rypsok.core.search.aggregate import SearchPipeline, SearchRequest, _Shared
+from tests.core.search.fake_transport import FakeTransport
 from tests.support import config_from
 
 # deadline_ms - reserve_ms: the engines' share of the call.
@@ -59,21 +60,13 @@ class _Other(_Fast):
     default_endpoint: ClassVar[str] = "http://127.0.0.1:1/other"
 
 
-class _Instant:
+class _Instant(FakeTransport):
     """Answers every request at once."""
 
     def __init__(self) -> None:
         self.sent: list[str] = []
 
-    async def engine_get(
-        self,
-        request: EngineRequest,
-        *,
-        explicit_endpoint: bool,
-        max_body_bytes: int,
-        connect_timeout_ms: int,
-        total_timeout_ms: int,
-    ) -> EngineResponse:
+    async def answer(self, request: EngineRequest) -> EngineResponse:
         self.sent.append(request.url.rsplit("/", 1)[-1])
         return EngineResponse(200, JSON, b"{}")
 
@@ -155,7 +148,7 @@ async def test_waiting_for_a_shared_request_ends_at_this_calls_engine_deadline()
     assert metrics.engine_errors[("fast", "timeout")] == 1
 
 
-class _Hanging:
+class _Hanging(FakeTransport):
     """Never answers; records the task each request ran in and whether it was cancelled."""
 
     def __init__(self) -> None:
@@ -163,15 +156,7 @@ class _Hanging:
         self.cancelled = 0
         self.asked = anyio.Event()
 
-    async def engine_get(
-        self,
-        request: EngineRequest,
-        *,
-        explicit_endpoint: bool,
-        max_body_bytes: int,
-        connect_timeout_ms: int,
-        total_timeout_ms: int,
-    ) -> EngineResponse:
+    async def answer(self, request: EngineRequest) -> EngineResponse:
         self.tasks.append(anyio.get_current_task().id)
         self.asked.set()
         try:

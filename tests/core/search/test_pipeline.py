@@ -19,21 +19,14 @@ from rypsok.core.metrics import Metrics
 from rypsok.core.search import aggregate
 from rypsok.core.search.aggregate import SearchPipeline, SearchRequest, _Shared
 from rypsok.core.search.urls import ResultUrl, UrlRejection, normalize_result_url
+from tests.core.search.fake_transport import FakeTransport
 from tests.support import config_from
 
 
-class _Unreachable:
+class _Unreachable(FakeTransport):
     """A transport the test never lets the pipeline reach."""
 
-    async def engine_get(
-        self,
-        request: EngineRequest,
-        *,
-        explicit_endpoint: bool,
-        max_body_bytes: int,
-        connect_timeout_ms: int,
-        total_timeout_ms: int,
-    ) -> EngineResponse:
+    async def answer(self, request: EngineRequest) -> EngineResponse:
         raise EngineFailure(FailureClass.REQUEST_FAILURE)
 
 
@@ -107,21 +100,13 @@ def test_answers_taken_in_as_they_arrive_give_the_candidates_of_taking_them_at_t
     )
 
 
-class _Recording:
+class _Recording(FakeTransport):
     """Answers every bench engine at once with its bench answer; records the order of sending."""
 
     def __init__(self) -> None:
         self.sent: list[str] = []
 
-    async def engine_get(
-        self,
-        request: EngineRequest,
-        *,
-        explicit_endpoint: bool,
-        max_body_bytes: int,
-        connect_timeout_ms: int,
-        total_timeout_ms: int,
-    ) -> EngineResponse:
+    async def answer(self, request: EngineRequest) -> EngineResponse:
         self.sent.append(request.url.rsplit("/", 1)[-1])
         body = bench_body(int(self.sent[-1]))
         return EngineResponse(200, {"content-type": "application/json"}, body)

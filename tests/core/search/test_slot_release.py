@@ -31,6 +31,7 @@ from rypsok.core.engines.base import (
 from rypsok.core.engines.pubmed import PubMed
 from rypsok.core.metrics import Metrics
 from rypsok.core.search.aggregate import SearchPipeline, SearchRequest
+from tests.core.search.fake_transport import FakeTransport
 from tests.support import config_from, wait_until
 
 FIXTURES = pathlib.Path(__file__).parents[2] / "fixtures" / "engines"
@@ -38,7 +39,7 @@ ONE_AT_A_TIME = Admission(min_interval_ms=0, max_concurrency=1)  # LIM-C2 = 1, n
 JSON = {"content-type": "application/json"}
 
 
-class _Counting:
+class _Counting(FakeTransport):
     """A fake provider: answers at once, counts requests held at once and all it got."""
 
     def __init__(self, answer: dict[str, bytes]) -> None:
@@ -47,15 +48,7 @@ class _Counting:
         self.in_flight = 0
         self.most_in_flight = 0
 
-    async def engine_get(
-        self,
-        request: EngineRequest,
-        *,
-        explicit_endpoint: bool,
-        max_body_bytes: int,
-        connect_timeout_ms: int,
-        total_timeout_ms: int,
-    ) -> EngineResponse:
+    async def answer(self, request: EngineRequest) -> EngineResponse:
         name = request.url.rsplit("/", 1)[-1]
         self.received.append(name)
         self.in_flight += 1

@@ -681,3 +681,54 @@ def test_urls_as_engines_return_them_take_the_fast_path(raw: str, key: str) -> N
 def test_urls_a_step_would_change_are_left_to_the_full_reading(raw: str) -> None:
     """REQ-RANK-003: the fast path declines every URL whose reading changes it or refuses it."""
     assert urls._already_canonical(raw) is None
+
+
+# --- escapes already in normal form (performance §22.2) -------------------------------------
+
+_HEX = "0123456789ABCDEFabcdef"
+_ESCAPE_HEAVY = st.lists(
+    st.one_of(
+        st.builds(lambda a, b: f"%{a}{b}", st.sampled_from(_HEX), st.sampled_from(_HEX)),
+        st.sampled_from(["%", "%%", "%4", "%C3%BC", "%E2%80%93", "%2F", "%7E", "%41", "a", "/"]),
+        st.text(alphabet="%#?&=/aZ09-._~\u00e4", max_size=4),
+    ),
+    max_size=12,
+).map("".join)
+
+
+@pytest.mark.req("REQ-RANK-002")
+@settings(max_examples=1500, deadline=None)
+@given(_ESCAPE_HEAVY)
+def test_escapes_in_normal_form_are_kept_without_a_replacement_pass(component: str) -> None:
+    """REQ-RANK-002: the shortcut gives what the replacement of every escape gives."""
+    assert urls._normalize_escapes(component) == urls._ESCAPE.sub(urls._normalize_escape, component)
+
+
+@pytest.mark.req("REQ-RANK-002")
+def test_the_kept_escapes_are_the_upper_case_escapes_of_reserved_characters() -> None:
+    """REQ-RANK-002: each of the 256 escapes, in every case, is kept exactly when unchanged."""
+    for code in range(256):
+        for escape in {f"%{code:02X}", f"%{code:02x}", f"%{code:02X}"[:2] + f"{code:02x}"[1]}:
+            kept = urls._escapes_kept(escape, len(escape))
+            assert kept == (urls._normalize_escapes(escape) == escape), escape
+            character = chr(code)
+            unreserved = character.isascii() and (character.isalnum() or character in "-._~")
+            assert kept == (escape.upper() == escape and not unreserved)
+            assert kept == (escape == urls._ESCAPE.sub(urls._normalize_escape, escape))
+
+
+@pytest.mark.req("REQ-RANK-002", "REQ-RANK-003")
+@pytest.mark.parametrize(
+    ("raw", "key"),
+    [
+        ("https://en.wikipedia.org/wiki/Z%C3%BCrich", "https://en.wikipedia.org/wiki/Z%C3%BCrich"),
+        ("https://a.example/%E2%80%93?q=%2F#%7e", "https://a.example/%E2%80%93?q=%2F"),
+        ("https://a.example/%e2%80%93", "https://a.example/%E2%80%93"),
+        ("https://a.example/a?q=%7E", "https://a.example/a?q=~"),
+        ("https://a.example?q=%41", "https://a.example/?q=A"),
+        ("https://a.example/%4?%", "https://a.example/%4?%"),
+    ],
+)  # fmt: skip
+def test_escaped_urls_take_the_fast_path_with_the_full_readings_key(raw: str, key: str) -> None:
+    """REQ-RANK-002, REQ-RANK-003: escapes kept or normalized, the key is the full reading's."""
+    assert urls._already_canonical(raw) == ResultUrl(url=raw, key=key) == urls._read_url(raw)

@@ -39,7 +39,7 @@ import enum
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Final, Literal, TypeVar
+from typing import ClassVar, Final, Literal, NamedTuple, TypeVar
 
 import anyio
 from pydantic import BaseModel
@@ -147,9 +147,13 @@ class EngineResponse:
     body: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class RawHit:
-    """One result as the provider gave it: raw text, the pipeline cleans it (REQ-ENG-012)."""
+class RawHit(NamedTuple):
+    """One result as the provider gave it: raw text, the pipeline cleans it (REQ-ENG-012).
+
+    Immutable, as a tuple: a frozen dataclass sets each field through
+    `object.__setattr__`, about three times the cost of building the tuple, and
+    every hit of every answer is one (issue 14, performance §22.2).
+    """
 
     rank: int  # 1-based, in the provider's order
     url: str

@@ -29,7 +29,7 @@ is in core/engines/mediawiki.py.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Final
 from urllib.parse import urlsplit
 
 from pydantic import Field
@@ -134,10 +134,13 @@ class Wikidata(Driver):
         title = entity.title()
         if title is None:
             return None
-        host = urlsplit(self.default_endpoint).netloc
         return RawHit(
             rank=position,
-            url=f"https://{host}/wiki/{entity.id}",
+            url=f"https://{_ITEM_HOST}/wiki/{entity.id}",
             title=title,
             snippet=entity.snippet(),
         )
+
+
+# The host of an item's public page: the default endpoint's, read once (not per hit).
+_ITEM_HOST: Final = urlsplit(Wikidata.default_endpoint).netloc

@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from operator import itemgetter
-from typing import Final
+from typing import Final, NamedTuple
 
 __all__ = ["RRF_K", "Candidate", "CanonicalResult", "Observation", "rank_results"]
 
@@ -43,14 +42,17 @@ __all__ = ["RRF_K", "Candidate", "CanonicalResult", "Observation", "rank_results
 RRF_K: Final = 60
 
 
-@dataclass(frozen=True, slots=True)
-class Observation:
+# Immutable as tuples: a frozen dataclass sets each field through `object.__setattr__`,
+# about three times the cost of a tuple, and each hit of a call builds these (issue 14,
+# performance §22.2).
+
+
+class Observation(NamedTuple):
     engine: str
     rank: int  # 1-based position in that engine's list
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
+class Candidate(NamedTuple):
     """One cleaned hit from one engine."""
 
     engine: str
@@ -62,8 +64,7 @@ class Candidate:
     date: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class CanonicalResult:
+class CanonicalResult(NamedTuple):
     """One result after merging (REQ-RANK-001)."""
 
     url: str

@@ -86,7 +86,7 @@ import enum
 import ipaddress
 import re
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 from urllib.parse import unquote, unquote_to_bytes
 
 import idna
@@ -111,8 +111,9 @@ class UrlRejection(enum.StrEnum):
     MALFORMED = "malformed"
 
 
-@dataclass(frozen=True, slots=True)
-class ResultUrl:
+class ResultUrl(NamedTuple):
+    """Immutable as a tuple: cheaper to build than a frozen dataclass (performance §22.2)."""
+
     url: str  # returned to the caller (REQ-RANK-003)
     key: str  # compared only; never returned, never fetched (REQ-RANK-002)
 
@@ -192,6 +193,13 @@ _CANONICAL = re.compile(
 )
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+# The two hex digits of each escape that `_normalize_escape` leaves as it is:
+# upper-case, of a character that is not unreserved. A component whose escapes
+# are all of these is its own normal form, read without a call per escape
+# (wikipedia's URLs hold several escapes each; issue 14, performance §22.2).
+_KEPT_ESCAPE_DIGITS: Final = frozenset(
+    f"{code:02X}" for code in range(256) if chr(code) not in _UNRESERVED
+)
 _IPV4_DIGITS: Final = {
     10: frozenset("0123456789"),
     8: frozenset("01234567"),
@@ -234,12 +242,12 @@ def _already_canonical(raw: str) -> ResultUrl | None:
     query = match.group(4)
     if query is not None and _without_tracking(query) is not query:
         return None
-    if "%" in raw:  # the key normalizes escapes
+    host_end, path_end = match.end(2), match.end(3)
+    key_end = path_end if query is None else match.end(4)
+    if "%" in raw and not _escapes_kept(raw, key_end):  # the key normalizes escapes
         scheme, host, path = match.group(1, 2, 3)
         return ResultUrl(url=raw, key=_comparison_key(scheme, _Authority(host, None), path, query))
     # Otherwise the key is the URL up to its fragment, an empty path written `/`.
-    host_end, path_end = match.end(2), match.end(3)
-    key_end = path_end if query is None else match.end(4)
     if path_end > host_end:
         return ResultUrl(url=raw, key=raw[:key_end])
     return ResultUrl(url=raw, key=f"{raw[:host_end]}/{raw[host_end:key_end]}")
@@ -514,9 +522,19 @@ def _is_tracking(parameter: str) -> bool:
 
 
 def _normalize_escapes(component: str) -> str:
-    if "%" not in component:
+    if "%" not in component or _escapes_kept(component, len(component)):
         return component
     return _ESCAPE.sub(_normalize_escape, component)
+
+
+def _escapes_kept(text: str, end: int) -> bool:
+    """Whether `_normalize_escape` keeps every escape of `text[:end]` as it is.
+
+    Escapes never overlap (a hex digit is not `%`), so these are the escapes
+    `_ESCAPE.sub` replaces; `end` never cuts one that counts (it is the end of
+    the text or of a query or path, before a `#`).
+    """
+    return _KEPT_ESCAPE_DIGITS.issuperset(_ESCAPE.findall(text, 0, end))
 
 
 def _normalize_escape(match: re.Match[str]) -> str:
