@@ -66,6 +66,24 @@ class Histogram:
         return list(itertools.accumulate(self._in_bucket[: len(LATENCY_BUCKETS_MS)]))
 
 
+# Looked up before they are made: `setdefault` built a deque and a histogram that
+# were thrown away on every observation but the first (three per engine request).
+def _window(
+    windows: dict[str, collections.deque[float]], key: str, size: int
+) -> collections.deque[float]:
+    window = windows.get(key)
+    if window is None:
+        window = windows[key] = collections.deque(maxlen=size)
+    return window
+
+
+def _histogram(histograms: dict[str, Histogram], key: str) -> Histogram:
+    histogram = histograms.get(key)
+    if histogram is None:
+        histogram = histograms[key] = Histogram()
+    return histogram
+
+
 @dataclass
 class Metrics:
     refused_calls: collections.Counter[tuple[str, str]] = field(
@@ -118,9 +136,8 @@ class Metrics:
         self.calls[tool] += 1
         if caller is not None:
             self.calls_by_caller[(self._caller_label(caller), tool)] += 1
-        window = self.call_latency_ms.setdefault(tool, collections.deque(maxlen=1000))
-        window.append(elapsed_ms)
-        self.call_histograms.setdefault(tool, Histogram()).observe(elapsed_ms)
+        _window(self.call_latency_ms, tool, 1000).append(elapsed_ms)
+        _histogram(self.call_histograms, tool).observe(elapsed_ms)
         if error_kind is not None:
             self.call_errors[error_kind] += 1
             self.call_errors_by_tool[(tool, error_kind)] += 1
@@ -128,11 +145,8 @@ class Metrics:
     def engine_finished(self, engine: str, elapsed_ms: float, failure_class: str | None) -> None:
         """A completed engine request: answered, or failed with its class."""
         self.engine_requests[engine] += 1
-        window = self.engine_latency_ms.setdefault(
-            engine, collections.deque(maxlen=limits.LATENCY_WINDOW)
-        )
-        window.append(elapsed_ms)
-        self.engine_histograms.setdefault(engine, Histogram()).observe(elapsed_ms)
+        _window(self.engine_latency_ms, engine, limits.LATENCY_WINDOW).append(elapsed_ms)
+        _histogram(self.engine_histograms, engine).observe(elapsed_ms)
         if failure_class is not None:
             self.engine_errors[(engine, failure_class)] += 1
 
@@ -140,7 +154,7 @@ class Metrics:
         self.circuit_transitions[(engine, state)] += 1
 
     def queue_waited(self, engine: str, waited_ms: float) -> None:
-        self.queue_wait_histograms.setdefault(engine, Histogram()).observe(waited_ms)
+        _histogram(self.queue_wait_histograms, engine).observe(waited_ms)
 
     def cache_event(self, engine: str, event: str) -> None:
         self.cache_events[(engine, event)] += 1

@@ -10,7 +10,8 @@ tool execution errors (isError); only an unknown tool is a protocol error
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
@@ -22,6 +23,9 @@ from rypsok.core.contract import ENGINE_STATUS, INSTRUCTIONS, WEB_FETCH, WEB_SEA
 from rypsok.core.services import Answer, Services, UnknownTool
 
 SERVER_NAME = "rypsok"
+_CallTool = Callable[
+    [ServerRequestContext[Any], types.CallToolRequestParams], Awaitable[types.CallToolResult]
+]
 # The scope word that admits each tool (`[[http.keys]] scopes`).
 TOOL_SCOPES: dict[str, str] = {
     WEB_SEARCH: "search",
@@ -47,13 +51,25 @@ def mcp_tool(spec: ToolSpec) -> types.Tool:
     )
 
 
-def render(answer: Answer, structured: bool) -> types.CallToolResult:
-    text = json.dumps(answer.payload, ensure_ascii=False, separators=(",", ":"))
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
-        structured_content=answer.payload if structured else None,
-        is_error=answer.is_error,
-    )
+# The text form of an answer: compact JSON, non-ASCII kept (one encoder, made once).
+_TEXT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def render(answer: Answer, structured: bool) -> dict[str, Any]:
+    """The `tools/call` result in its wire form, rendered once (REQ-MCP-011).
+
+    The SDK's runner takes a handler's result as a model or as a dict
+    (`mcp.server.context.HandlerResult`) and validates either against the
+    protocol revision's `CallToolResult` before it writes it. A model would be
+    dumped to this very dict first: a second walk of the whole payload, with
+    the text, for every call (docs/performance.md §22.3).
+    """
+    result: dict[str, Any] = {"content": [{"type": "text", "text": _TEXT.encode(answer.payload)}]}
+    if structured:
+        result["structuredContent"] = answer.payload
+    result["isError"] = answer.is_error
+    result["resultType"] = "complete"  # the model's default; handshake revisions drop it
+    return result
 
 
 def caller_of(ctx: ServerRequestContext[Any]) -> str:
@@ -92,7 +108,7 @@ def build_server(services: Services) -> Server[Any]:
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> dict[str, Any]:
         visible = admitted(tools)
         try:
             if all(tool.name != params.name for tool in visible):
@@ -114,5 +130,6 @@ def build_server(services: Services) -> Server[Any]:
         instructions=INSTRUCTIONS,
         get_tool_input_schema=input_schemas.get,
         on_list_tools=list_tools,
-        on_call_tool=call_tool,
+        # Typed for a model, served as any `HandlerResult` (see `render`).
+        on_call_tool=cast("_CallTool", call_tool),
     )

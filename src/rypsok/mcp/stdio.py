@@ -1,7 +1,7 @@
 """MCP over stdio (REQ-MCP-002, REQ-OPS-002).
 
 Standard output carries MCP messages only: nothing is written before the SDK's
-`stdio_server()` owns the pipe, and logs go to stderr. End of input ends the
+claim of the pipe (`stdio_pipes.py`) diverts fd 1, and logs go to stderr. End of input ends the
 server loop, which cancels every call in flight. SIGTERM cancels the serving
 scope the same way; because the SDK's own transport (used where the pipes
 cannot be served on the event loop, `stdio_pipes.py`) reads stdin in a worker
