@@ -4,15 +4,21 @@ Tests never reach the network: name resolution inside the test process is
 limited to loopback names, so a test that would reach a real provider fails
 at once instead of hanging on DNS (the build machines reach only the package
 registries anyway).
+
+A test marked `pytest.mark.asyncio(loop_factories=[...])` runs once on each
+loop it names, "asyncio" and "uvloop" (skipped where uvloop is not installed).
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
+
+LoopFactory = Callable[[], asyncio.AbstractEventLoop]
 
 _LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1", "localhost.localdomain"}
 
@@ -29,3 +35,23 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     monkeypatch.setattr(socket, "getaddrinfo", loopback_only)
     yield
+
+
+def _every_loop() -> dict[str, LoopFactory]:
+    loops: dict[str, LoopFactory] = {"asyncio": asyncio.new_event_loop}
+    try:
+        import uvloop  # noqa: PLC0415 (not installed on Windows)
+    except ImportError:
+        return loops
+    loops["uvloop"] = uvloop.new_event_loop
+    return loops
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> Mapping[str, LoopFactory]:
+    """asyncio's loop; every loop for a test that names the ones it runs on."""
+    marker = item.get_closest_marker("asyncio")
+    if marker is not None and "loop_factories" in marker.kwargs:
+        return _every_loop()
+    return {"served": asyncio.new_event_loop}

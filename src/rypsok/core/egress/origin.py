@@ -53,7 +53,7 @@ import ssl
 import time
 import types
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Final
+from typing import Final, cast
 
 import anyio
 import httpcore2
@@ -165,9 +165,9 @@ class _Wire(asyncio.Protocol):
         self._reader: _Answer | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        if not isinstance(transport, asyncio.Transport):  # a TCP connection is one
-            raise TypeError("a stream transport was expected")
-        self.transport = transport
+        # A TCP connection's transport, asyncio's or uvloop's: uvloop's classes have the
+        # methods of `asyncio.Transport` without deriving from it, so no isinstance here.
+        self.transport = cast("asyncio.Transport", transport)
         raw = transport.get_extra_info("socket")
         self.descriptor = raw.fileno() if raw is not None else -1
         self.usable = True

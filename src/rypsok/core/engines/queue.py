@@ -106,8 +106,11 @@ class _TurnBlock:
         try:
             start = await queue._reserve(deadline)
             wait_s = start - queue._clock()
-            if wait_s > 0:  # a turn due now is sent at once, without a pass of the loop
+            while wait_s > 0:  # a turn due now is sent at once, without a pass of the loop
                 await anyio.sleep(wait_s)
+                # uvloop's timers count whole milliseconds: its sleep can end up to
+                # about 1.5 ms early, and no turn may start before its reserved start.
+                wait_s = start - queue._clock()
         except BaseException:
             held.release()
             raise
