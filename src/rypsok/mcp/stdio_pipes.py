@@ -49,10 +49,10 @@ import os
 import stat
 import sys
 from collections.abc import AsyncIterator, Callable
-from types import TracebackType
 from typing import Any
 
 import anyio
+import anyio.abc
 import mcp_types as types
 from mcp.server import stdio as sdk_stdio
 from mcp.shared.message import SessionMessage
@@ -66,8 +66,11 @@ log = logging.getLogger("rypsok.serve")
 READ_CHUNK = 1 << 16
 
 
-class PipeMessages:
-    """The session's read stream: the messages of a non-blocking pipe, one per line."""
+class PipeMessages(anyio.abc.AsyncResource):
+    """The session's read stream: the messages of a non-blocking pipe, one per line.
+
+    A context manager through `AsyncResource`: leaving it closes the stream.
+    """
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -163,20 +166,12 @@ class PipeMessages:
     async def aclose(self) -> None:
         self.close()
 
-    async def __aenter__(self) -> PipeMessages:
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        self.close()
+class PipeSender(anyio.abc.AsyncResource):
+    """The session's write stream: each message one line on a non-blocking pipe, in order.
 
-
-class PipeSender:
-    """The session's write stream: each message one line on a non-blocking pipe, in order."""
+    A context manager through `AsyncResource`: leaving it is `aclose`.
+    """
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -282,17 +277,6 @@ class PipeSender:
     async def aclose(self) -> None:
         """No more messages; the queued ones are still written (`flushed`)."""
         self._closed = True
-
-    async def __aenter__(self) -> PipeSender:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def _is_pipe(fd: int) -> bool:
