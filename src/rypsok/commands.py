@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from rypsok import __version__
 from rypsok.core import logs
 from rypsok.core.config import Config, ConfigError, cache_secret_problems
+from rypsok.core.event_loop import backend_options, chosen_loop, running_loop
 from rypsok.core.secret_files import judge_secret_files
 from rypsok.core.services import engine_categories, engine_states, load_configuration
 
@@ -33,6 +34,7 @@ def run(command: str, *, config_path: str | None, transport: str) -> int:
     """Run a parsed command: `check`, or `serve` over `transport`; the exit code."""
     logs.configure()
     try:
+        loop = chosen_loop()  # before anything is built: a misspelt loop is refused by `check`
         config = load_configuration(config_path)
     except ConfigError as exc:
         logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
@@ -48,18 +50,18 @@ def run(command: str, *, config_path: str | None, transport: str) -> int:
         logs.event(log, "configuration_refused", logging.ERROR, problem="; ".join(secret_problems))
         return EXIT_CONFIG
     if command == "check":
-        return _check(config)
+        return _check(config, loop)
     if transport == "http":
-        return _serve_http(config)
-    return _serve_stdio(config)
+        return _serve_http(config, loop)
+    return _serve_stdio(config, loop)
 
 
-def _check(config: Config) -> int:
+def _check(config: Config, loop: str) -> int:
     """Build what `serve` builds before it listens; any refusal is exit 1 naming the key."""
     from rypsok.mcp.http.plan import http_configured  # noqa: PLC0415 (see _http_plan)
 
     try:
-        _build_and_close(config)
+        _build_and_close(config, loop)
         plan = _http_plan(config) if http_configured(config) else None
     except ConfigError as exc:
         logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
@@ -86,7 +88,7 @@ def _check(config: Config) -> int:
     return EXIT_OK
 
 
-def _build_and_close(config: Config) -> None:
+def _build_and_close(config: Config, loop: str) -> None:
     """The services exactly as `serve` builds them (egress, proxy, engines, pipelines)."""
     import anyio  # noqa: PLC0415
 
@@ -95,7 +97,7 @@ def _build_and_close(config: Config) -> None:
     async def build() -> None:
         await Services(config).aclose()
 
-    anyio.run(build)
+    anyio.run(build, backend_options=backend_options(loop))
 
 
 def _http_plan(config: Config) -> HttpPlan:
@@ -114,7 +116,12 @@ def _log_engines(config: Config) -> None:
         logs.event(log, "engine", engine=engine_id, state=state)
 
 
-def _serve_stdio(config: Config) -> int:
+def _log_running_loop() -> None:
+    """Which loop serves, from inside it: the class that runs, whatever was asked."""
+    logs.event(log, "event_loop", loop=running_loop())
+
+
+def _serve_stdio(config: Config, loop: str) -> int:
     # The protocol stack is imported only when serving: check and usage stay light.
     import anyio  # noqa: PLC0415
 
@@ -128,11 +135,16 @@ def _serve_stdio(config: Config) -> int:
         return EXIT_CONFIG
     _log_engines(config)
     logs.event(log, "serving", transport="stdio", version=__version__)
-    anyio.run(serve_stdio, services)
+
+    async def serve() -> None:
+        _log_running_loop()
+        await serve_stdio(services)
+
+    anyio.run(serve, backend_options=backend_options(loop))
     return EXIT_OK
 
 
-def _serve_http(config: Config) -> int:
+def _serve_http(config: Config, loop: str) -> int:
     try:
         plan = _http_plan(config)
     except ConfigError as exc:
@@ -145,8 +157,13 @@ def _serve_http(config: Config) -> int:
     from rypsok.mcp.http.serve import serve_http  # noqa: PLC0415
 
     _log_engines(config)
+
+    async def serve(services: Services) -> None:
+        _log_running_loop()
+        await serve_http(services, plan)
+
     try:
-        anyio.run(serve_http, Services(config), plan)
+        anyio.run(serve, Services(config), backend_options=backend_options(loop))
     except ConfigError as exc:  # TLS material or the address, found only when serving
         logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
         return EXIT_CONFIG
