@@ -77,6 +77,7 @@ from bench.drivers import bench_drivers, bench_routes, services_with
 from bench.fakeserver import REPO, FakeServer
 from rypsok.core.config import parse_config
 from rypsok.core.engines import registry
+from rypsok.core.event_loop import EVENT_LOOP_ENV, backend_options, chosen_loop, running_loop
 from rypsok.core.services import Services
 from rypsok.mcp.http.plan import plan_http
 from rypsok.mcp.http.serve import serve_http
@@ -148,13 +149,15 @@ def _services(base_url: str, setup: Setup, http: dict[str, Any]) -> tuple[Servic
     return services_with(bench_drivers(base_url, ENGINES), config), config
 
 
-# "uvloop": the server child runs on uvloop (if installed) instead of asyncio's loop, as
-# `rypsok serve` does; for a measured pair (docs/performance.md §14.1: no gain measured).
+# "asyncio" or "uvloop": the loop of the server child, for a measured pair (docs/performance.md
+# §23.1); unset, the child runs the loop `rypsok serve` would (RYPSOK_EVENT_LOOP, else auto:
+# uvloop where installed). Each row says which loop its server ran.
 LOOP_SWITCH = "HTTPBENCH_LOOP"
 
 
-def _loop_options() -> dict[str, object]:
-    return {"use_uvloop": True} if os.environ.get(LOOP_SWITCH) == "uvloop" else {}
+def _server_loop() -> str:
+    asked = os.environ.get(LOOP_SWITCH)
+    return chosen_loop({EVENT_LOOP_ENV: asked} if asked else None)
 
 
 # In the server process: write its collections' times to `<this>.<setup>.json`.
@@ -206,13 +209,18 @@ def _serve(base_url: str, setup_name: str) -> int:
     plan = plan_http(config)
     profile_path = os.environ.get(CHILD_PROFILE)
     profiler = cProfile.Profile() if profile_path else None
-    print(f"PORT {port}", flush=True)
-    if profiler is not None:
-        profiler.enable()
+
+    async def serve() -> None:
+        # From inside the loop: the parent reports the loop that ran, not the one asked for.
+        print(f"PORT {port} {running_loop()}", flush=True)
+        if profiler is not None:
+            profiler.enable()
+        await serve_http(services, plan, listener)
+
     gc_stats = os.environ.get(CHILD_GC_STATS)
     gc_clock = _gc_clock(f"{gc_stats}.{setup_name}.json" if gc_stats else None)
     try:
-        anyio.run(serve_http, services, plan, listener, backend_options=_loop_options())
+        anyio.run(serve, backend_options=backend_options(_server_loop()))
     finally:
         gc_clock()
         if profiler is not None and profile_path:
@@ -246,7 +254,8 @@ class ServerProcess:
         if not line.startswith("PORT "):
             self.stop()
             raise RuntimeError(f"the HTTP server did not start; see {self.stderr.name}")
-        self.port = int(line.split()[1])
+        _, port, self.event_loop = line.split()
+        self.port = int(port)
 
     @property
     def url(self) -> str:
@@ -330,6 +339,7 @@ class Run:
     server_cpu_s: float = 0.0
     client_cpu_s: float = 0.0
     fake_cpu_s: float = 0.0
+    event_loop: str = "-"  # the server's, as it reported it ("-": no server process)
 
     @property
     def answered(self) -> int:
@@ -349,6 +359,7 @@ class Run:
         errors = {k: v for k, v in self.outcomes.items() if k not in ANSWERED}
         return [
             self.label,
+            self.event_loop,
             self.clients,
             self.answered,
             self._rate(self.answered),
@@ -369,6 +380,7 @@ class Run:
         server_ms = self._per_call_ms(self.server_cpu_s)
         return {
             "label": self.label,
+            "event_loop": self.event_loop,
             "clients": self.clients,
             "seconds": self.seconds,
             "answered": self.answered,
@@ -396,7 +408,7 @@ def _or_dash(value: float) -> float | str:
     return "-" if math.isnan(value) else value
 
 
-HEADER = ["path", "N", "answered", "calls/s", "target", "verdict", "p50 ms", "p99 ms",
+HEADER = ["path", "loop", "N", "answered", "calls/s", "target", "verdict", "p50 ms", "p99 ms",
           "server cpu%", "server ms/call", "server ceiling/s", "loadgen cpu%", "loadgen ms/call",
           "fake cpu%", "errors"]  # fmt: skip
 
@@ -564,6 +576,7 @@ async def _measure(
 ) -> Run:
     server = ServerProcess(fake.base_url, setup, profile_path)
     try:
+        run.event_loop = server.event_loop
         async with clients(server.url, run.clients) as calls, _pyspy(server.process.pid, setup):
             return await _drive(
                 calls,
