@@ -322,7 +322,7 @@ class _Engine:
                 weight = 1 if selector.plain is not None else _ELEMENT_TEST_VISITS
                 if not self.budget.take("visits", weight * len(carriers)):  # LIM-V5
                     return []
-                return [element for element in carriers if selector.on(element)]
+                return selector.among(carriers)
             if not self.element_count:
                 self.element_count = max(1, int(_ELEMENT_COUNT(self.root)))
             if not self.budget.take("visits", self.element_count):  # LIM-V5
