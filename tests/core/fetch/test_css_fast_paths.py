@@ -171,3 +171,48 @@ def test_the_splitters_one_match_per_simple_rule_cuts_what_its_general_steps_cut
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sheets, "_SIMPLE_RULE", re.compile(r"(?!)"))  # never matches
         assert sheets._uncached_split(css) == fast
+
+
+_MATCHING_PAGE = """<html><body>
+<div id="top" class="a b"><p class="a">one <span class="a c">two</span></p>
+<ul class="b"><li class="a">x</li><li class="a b">y</li><li>z</li></ul></div>
+<section class="c"><p class="a">three</p><em class="a"></em><p class="b a">four</p></section>
+<div class="a"><div class="a"><p class="a c">deep</p></div></div>
+</body></html>"""
+
+_SELECTORS = [
+    ".a",
+    "div .a",
+    "div > .a",
+    "p.a",
+    ".b .a",
+    "#top .a",
+    "ul > li.a:first-child",
+    "li.a:last-child",
+    ".a + .a",
+    ".a ~ p.a",
+    "section .a:not(em)",
+    ".a:nth-child(2)",
+    "div.a > div.a p.c",
+    ".a:empty",
+    '[class~="c"].a',
+    ".a:only-child",
+    "p.a:first-of-type",
+    "li:not(.b)",
+]
+
+
+@pytest.mark.req("REQ-CTX-005")
+@pytest.mark.parametrize("text", _SELECTORS)
+def test_a_selector_among_elements_equals_testing_each_on_its_own(text: str) -> None:
+    """`among` (one XPath over a node set) gives `on` element by element, order and repeats."""
+    from lxml import html  # noqa: PLC0415 - only this test builds a tree by hand
+
+    from rypsok.core.fetch.css_visibility.matching import _compile_selectors  # noqa: PLC0415
+
+    root = html.fromstring(_MATCHING_PAGE)
+    named = list(root.iter("div", "p", "span", "ul", "li", "section", "em"))
+    orders = [named, named[::-1], named + named[:3], named[1::2], []]
+    (selector,) = _compile_selectors(text)
+    for elements in orders:
+        assert selector.among(elements) == [e for e in elements if selector.on(e)]

@@ -322,7 +322,7 @@ class _Engine:
                 weight = 1 if selector.plain is not None else _ELEMENT_TEST_VISITS
                 if not self.budget.take("visits", weight * len(carriers)):  # LIM-V5
                     return []
-                return [element for element in carriers if selector.on(element)]
+                return selector.among(carriers)
             if not self.element_count:
                 self.element_count = max(1, int(_ELEMENT_COUNT(self.root)))
             if not self.budget.take("visits", self.element_count):  # LIM-V5
@@ -604,7 +604,9 @@ class _Engine:
         if element.getparent() is None:
             return
         self.elements_removed += 1
-        self.chars_removed += sum(_chars(text) for text in element.itertext())
+        # One count over the joined text: whitespace never joins or splits a character,
+        # so this is the sum over the pieces, without a call per piece.
+        self.chars_removed += _chars("".join(element.itertext()))
         remove_keeping_tail(element)
 
 

@@ -119,6 +119,7 @@ class Markdown:
 
     def _render_one(self, root: HtmlElement) -> bool:
         closers: list[_Closer | None] = []
+        noise = self._analysis.noise
         walker = etree.iterwalk(root, events=("start", "end"))
         entered = 0
         for event, element in walker:
@@ -129,7 +130,11 @@ class Markdown:
                 if not entered % CANCEL_CHECK_INTERVAL:
                     check_cancelled()  # an abandoned extraction stops here (REQ-PAGE-008)
                 tag = element.tag
-                if element is not root and self._skipped(element, tag):
+                # Only noise and the cleanable blocks can be skipped: the test is
+                # inlined so that the other elements (most of them) cost no call.
+                if element is not root and (
+                    element in noise or (tag in CLEANABLE_TAGS and self._cluttered(element))
+                ):
                     walker.skip_subtree()
                     closers.append(None)
                     continue
@@ -144,12 +149,9 @@ class Markdown:
                 self._text(tail)
         return True
 
-    def _skipped(self, element: HtmlElement, tag: str) -> bool:
+    def _cluttered(self, element: HtmlElement) -> bool:
+        """Whether a block of a cleanable tag (not noise) is clutter inside the content."""
         analysis = self._analysis
-        if element in analysis.noise:
-            return True
-        if tag not in CLEANABLE_TAGS:
-            return False
         stat = analysis.stats.get(element)
         if stat is None:
             return True
