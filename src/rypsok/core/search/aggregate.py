@@ -339,6 +339,12 @@ class SearchPipeline:
         # The host each engine's `engine_request` line names, read once: its endpoint
         # is fixed with its settings.
         self._hosts = {d.id: _host(d.endpoint) for d in self.engines}
+        # The engines serving each category, in preference order, and the request
+        # fields the configuration fixes: both are the same for every call.
+        self._serving = {
+            category: [d for d in self.engines if category in d.categories] for category in Category
+        }
+        self._safe_search = SafeSearch(config.search.safe_search)
         self._in_flight: dict[tuple[str, str, SearchParams], _Shared] = {}
 
     def _circuit_changed(self, event: CircuitEvent) -> None:
@@ -364,7 +370,7 @@ class SearchPipeline:
     # -- 1. selection ---------------------------------------------------------------------
 
     def _select(self, request: SearchRequest, notices: list[Notice]) -> list[Driver]:
-        serving = [d for d in self.engines if request.category in d.categories]
+        serving = self._serving[request.category]
         skipped: dict[str, list[str]] = {}
         chosen: list[Driver] = []
         for driver in serving:
@@ -402,7 +408,7 @@ class SearchPipeline:
             language=request.language or request.preferred_language,
             time_range=request.time_range,
             region=search.region,
-            safe_search=SafeSearch(search.safe_search),
+            safe_search=self._safe_search,
             contact=self._config.operator.contact,
         )
 
@@ -694,14 +700,16 @@ _TALLY_MESSAGES = {
 }
 
 
+_TALLY_LIMITS = {
+    NoticeCode.TITLE_SHORTENED: limits.TITLE_MAX_CHARS,
+    NoticeCode.SNIPPET_SHORTENED: limits.SNIPPET_MAX_CHARS,
+}
+
+
 def _tally_notices(tally: _Tally) -> list[Notice]:
-    limits_by_code = {
-        NoticeCode.TITLE_SHORTENED: limits.TITLE_MAX_CHARS,
-        NoticeCode.SNIPPET_SHORTENED: limits.SNIPPET_MAX_CHARS,
-    }
     return [
         Notice(code=code, message=text.format(n=tally.counts[code],
-                                              limit=limits_by_code.get(code, 0)))
+                                              limit=_TALLY_LIMITS.get(code, 0)))
         for code, text in _TALLY_MESSAGES.items()
         if tally.counts[code]
     ]  # fmt: skip
