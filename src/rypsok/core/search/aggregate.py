@@ -96,11 +96,29 @@ class SearchRequest:
 
 
 class _Shared:
-    """One engine request in flight that identical requests of the same caller await."""
+    """One engine request in flight that identical requests of the same caller await.
+
+    The event is made by the first request that waits: almost every request
+    has none, and making and setting an event for each of a call's engines
+    was a few microseconds of every call (docs/performance.md §23.2).
+    """
 
     def __init__(self) -> None:
-        self.done = anyio.Event()
         self.answer: EngineAnswer | None = None  # None: the leader was cancelled
+        self._finished = False
+        self._done: anyio.Event | None = None
+
+    async def wait(self) -> None:
+        """Return once the leader has finished (answered, failed or been cancelled)."""
+        if not self._finished:
+            if self._done is None:
+                self._done = anyio.Event()
+            await self._done.wait()
+
+    def finish(self) -> None:
+        self._finished = True
+        if self._done is not None:
+            self._done.set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -522,7 +540,7 @@ class SearchPipeline:
         if shared is not None:
             started = self._clock()
             with anyio.move_on_after(max(0.0, deadline - self._clock())) as waiting:
-                await shared.done.wait()
+                await shared.wait()
             if waiting.cancelled_caught:  # the leader's answer came after this call's deadline
                 return self._finish(driver.id, started, failure=FailureClass.TIMEOUT)
             if shared.answer is not None:
@@ -534,7 +552,7 @@ class SearchPipeline:
             return shared.answer
         finally:
             del self._in_flight[key]
-            shared.done.set()
+            shared.finish()
 
     async def _cached_or_asked(
         self, caller: str, driver: Driver, params: SearchParams, deadline: float
