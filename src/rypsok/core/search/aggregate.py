@@ -357,7 +357,8 @@ class SearchPipeline:
         self._serving = {
             category: [d for d in self.engines if category in d.categories] for category in Category
         }
-        self._safe_search = SafeSearch(config.search.safe_search)
+        search = config.search
+        self._safe_search = SafeSearch(search.safe_search)
         self._in_flight: dict[tuple[str, str, SearchParams], _Shared] = {}
 
     def _circuit_changed(self, event: CircuitEvent) -> None:
