@@ -51,8 +51,29 @@ def mcp_tool(spec: ToolSpec) -> types.Tool:
     )
 
 
+def _text_encoder() -> Callable[[dict[str, Any]], str]:
+    """`json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode`, made once.
+
+    The library's encoder hands its C encoder a dict of the containers it is
+    inside, to refuse a circular one, and fills and empties it for every
+    object and list of the payload. A payload is the `model_dump` of a
+    contract model: a fresh tree of dicts, lists and scalars, never circular.
+    The same C encoder without that dict writes the same text (a test holds
+    the two to it), a tenth faster on a search answer (docs/performance.md
+    §23.2). Anything not JSON is still refused by `JSONEncoder.default`.
+    """
+    library = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+    make: Any = getattr(json.encoder, "c_make_encoder", None)  # not in typeshed
+    if make is None:  # an interpreter without the C accelerator: the library's own path
+        return library.encode
+    encode = make(
+        None, library.default, json.encoder.encode_basestring, None, ":", ",", False, False, True
+    )
+    return lambda payload: "".join(encode(payload, 0))
+
+
 # The text form of an answer: compact JSON, non-ASCII kept (one encoder, made once).
-_TEXT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_TEXT = _text_encoder()
 
 
 def render(answer: Answer, structured: bool) -> dict[str, Any]:
@@ -64,7 +85,7 @@ def render(answer: Answer, structured: bool) -> dict[str, Any]:
     dumped to this very dict first: a second walk of the whole payload, with
     the text, for every call (docs/performance.md §22.3).
     """
-    result: dict[str, Any] = {"content": [{"type": "text", "text": _TEXT.encode(answer.payload)}]}
+    result: dict[str, Any] = {"content": [{"type": "text", "text": _TEXT(answer.payload)}]}
     if structured:
         result["structuredContent"] = answer.payload
     result["isError"] = answer.is_error

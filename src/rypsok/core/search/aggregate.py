@@ -96,11 +96,29 @@ class SearchRequest:
 
 
 class _Shared:
-    """One engine request in flight that identical requests of the same caller await."""
+    """One engine request in flight that identical requests of the same caller await.
+
+    The event is made by the first request that waits: almost every request
+    has none, and making and setting an event for each of a call's engines
+    was a few microseconds of every call (docs/performance.md §23.2).
+    """
 
     def __init__(self) -> None:
-        self.done = anyio.Event()
         self.answer: EngineAnswer | None = None  # None: the leader was cancelled
+        self._finished = False
+        self._done: anyio.Event | None = None
+
+    async def wait(self) -> None:
+        """Return once the leader has finished (answered, failed or been cancelled)."""
+        if not self._finished:
+            if self._done is None:
+                self._done = anyio.Event()
+            await self._done.wait()
+
+    def finish(self) -> None:
+        self._finished = True
+        if self._done is not None:
+            self._done.set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,26 +219,21 @@ class _Intake:
         return [candidate for answer in answers for candidate in self._taken[answer.engine]]
 
     def _candidates_of(self, answer: EngineAnswer) -> list[Candidate]:
+        # Once per answer, not per hit: about fifty hits a call pass through here.
         candidates: list[Candidate] = []
+        engine, url_of, counts = answer.engine, self.urls.of, self.tally.counts
         for hit in answer.hits:
-            url = self.urls.of(hit.url)
+            url = url_of(hit.url)
             if not isinstance(url, ResultUrl):
-                self.tally.counts[NoticeCode.URL_DROPPED] += 1
+                counts[NoticeCode.URL_DROPPED] += 1
                 continue
             if self._drop_flagged and _cleaned(hit.title, hit.snippet).flagged:
-                self.tally.counts[NoticeCode.INSTRUCTION_LIKE_DROPPED] += 1
+                counts[NoticeCode.INSTRUCTION_LIKE_DROPPED] += 1
                 continue
             date = hit.date if hit.date and _ISO_DATE.match(hit.date) else None
+            # Positional, in `Candidate`'s field order: the keyword form costs more per hit.
             candidates.append(
-                Candidate(
-                    engine=answer.engine,
-                    rank=hit.rank,
-                    url=url.url,
-                    key=url.key,
-                    title=hit.title,
-                    snippet=hit.snippet,
-                    date=date,
-                )
+                Candidate(engine, hit.rank, url.url, url.key, hit.title, hit.snippet, date)
             )
         return candidates
 
@@ -339,6 +352,13 @@ class SearchPipeline:
         # The host each engine's `engine_request` line names, read once: its endpoint
         # is fixed with its settings.
         self._hosts = {d.id: _host(d.endpoint) for d in self.engines}
+        # The engines serving each category, in preference order, and the request
+        # fields the configuration fixes: both are the same for every call.
+        self._serving = {
+            category: [d for d in self.engines if category in d.categories] for category in Category
+        }
+        search = config.search
+        self._safe_search = SafeSearch(search.safe_search)
         self._in_flight: dict[tuple[str, str, SearchParams], _Shared] = {}
 
     def _circuit_changed(self, event: CircuitEvent) -> None:
@@ -364,7 +384,7 @@ class SearchPipeline:
     # -- 1. selection ---------------------------------------------------------------------
 
     def _select(self, request: SearchRequest, notices: list[Notice]) -> list[Driver]:
-        serving = [d for d in self.engines if request.category in d.categories]
+        serving = self._serving[request.category]
         skipped: dict[str, list[str]] = {}
         chosen: list[Driver] = []
         for driver in serving:
@@ -402,7 +422,7 @@ class SearchPipeline:
             language=request.language or request.preferred_language,
             time_range=request.time_range,
             region=search.region,
-            safe_search=SafeSearch(search.safe_search),
+            safe_search=self._safe_search,
             contact=self._config.operator.contact,
         )
 
@@ -516,7 +536,7 @@ class SearchPipeline:
         if shared is not None:
             started = self._clock()
             with anyio.move_on_after(max(0.0, deadline - self._clock())) as waiting:
-                await shared.done.wait()
+                await shared.wait()
             if waiting.cancelled_caught:  # the leader's answer came after this call's deadline
                 return self._finish(driver.id, started, failure=FailureClass.TIMEOUT)
             if shared.answer is not None:
@@ -528,7 +548,7 @@ class SearchPipeline:
             return shared.answer
         finally:
             del self._in_flight[key]
-            shared.done.set()
+            shared.finish()
 
     async def _cached_or_asked(
         self, caller: str, driver: Driver, params: SearchParams, deadline: float
@@ -694,14 +714,16 @@ _TALLY_MESSAGES = {
 }
 
 
+_TALLY_LIMITS = {
+    NoticeCode.TITLE_SHORTENED: limits.TITLE_MAX_CHARS,
+    NoticeCode.SNIPPET_SHORTENED: limits.SNIPPET_MAX_CHARS,
+}
+
+
 def _tally_notices(tally: _Tally) -> list[Notice]:
-    limits_by_code = {
-        NoticeCode.TITLE_SHORTENED: limits.TITLE_MAX_CHARS,
-        NoticeCode.SNIPPET_SHORTENED: limits.SNIPPET_MAX_CHARS,
-    }
     return [
         Notice(code=code, message=text.format(n=tally.counts[code],
-                                              limit=limits_by_code.get(code, 0)))
+                                              limit=_TALLY_LIMITS.get(code, 0)))
         for code, text in _TALLY_MESSAGES.items()
         if tally.counts[code]
     ]  # fmt: skip
