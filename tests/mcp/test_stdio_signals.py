@@ -65,14 +65,8 @@ def _loops_run(events: list[dict[str, object]]) -> list[object]:
     return [e["loop"] for e in events if e["event"] == "event_loop"]
 
 
-@pytest.mark.req("REQ-OPS-002")
-@pytest.mark.parametrize("loop", LOOPS)
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_with_the_loops_signal_handlers_a_signal_shuts_stdio_down(
-    signum: signal.Signals, loop: str
-) -> None:
-    """REQ-OPS-002: on either loop SIGTERM/SIGINT end a serving process with 0 within LIM-O1."""
-    child = [sys.executable, "-c", _pin_loop(loop) + _SERVE]
+def _serve_then_signal(child: list[str], signum: signal.Signals) -> list[dict[str, object]]:
+    """Serve `child`, list tools, send `signum`: its log events, once it exited 0 within LIM-O1."""
     server = RawServer(command=child)
     try:
         handshake(server, HANDSHAKE_PROTOCOL_VERSIONS[-1])
@@ -85,13 +79,24 @@ def test_with_the_loops_signal_handlers_a_signal_shuts_stdio_down(
         assert time.monotonic() - started < limits.SHUTDOWN_MS / 1000
         _, err = server.process.communicate(timeout=10)
         assert server.process.returncode == 0
-        events = _events(err)
-        assert _loops_run(events) == [loop]
-        assert [e for e in events if e["event"] == "signal_handlers"] == []  # the loop's own
-        assert [e["reason"] for e in events if e["event"] == "shutdown"] == [signum.name.lower()]
-        assert events[-1]["event"] == "metrics"
+        return _events(err)
     finally:
         server.kill()
+
+
+@pytest.mark.req("REQ-OPS-002")
+@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_with_the_loops_signal_handlers_a_signal_shuts_stdio_down(
+    signum: signal.Signals, loop: str
+) -> None:
+    """REQ-OPS-002: on either loop SIGTERM/SIGINT end a serving process with 0 within LIM-O1."""
+    child = [sys.executable, "-c", _pin_loop(loop) + _SERVE]
+    events = _serve_then_signal(child, signum)
+    assert _loops_run(events) == [loop]
+    assert [e for e in events if e["event"] == "signal_handlers"] == []  # the loop's own
+    assert [e["reason"] for e in events if e["event"] == "shutdown"] == [signum.name.lower()]
+    assert events[-1]["event"] == "metrics"
 
 
 @pytest.mark.req("REQ-OPS-002")
@@ -102,27 +107,13 @@ def test_without_loop_signal_handlers_stdio_starts_and_a_signal_still_shuts_it_d
 ) -> None:
     """REQ-OPS-002: with no add_signal_handler the server answers and exits 0 within LIM-O1."""
     child = [sys.executable, "-c", _refuse_loop_signals(loop) + _SERVE]
-    server = RawServer(command=child)
-    try:
-        handshake(server, HANDSHAKE_PROTOCOL_VERSIONS[-1])
-        listed = server.request(1, "tools/list", {})
-        assert "web_search" in [tool["name"] for tool in listed["result"]["tools"]]
-        started = time.monotonic()
-        server.process.send_signal(signum)
-        # Exit first, then read: closing stdin earlier would race end of input with the signal.
-        server.process.wait(timeout=10)
-        assert time.monotonic() - started < limits.SHUTDOWN_MS / 1000
-        _, err = server.process.communicate(timeout=10)
-        assert server.process.returncode == 0
-        events = _events(err)
-        assert _loops_run(events) == [loop]
-        modes = [e["mode"] for e in events if e["event"] == "signal_handlers"]
-        assert modes == ["signal.signal"]
-        shutdowns = [e["reason"] for e in events if e["event"] == "shutdown"]
-        assert shutdowns == [signum.name.lower()]
-        assert events[-1]["event"] == "metrics"
-    finally:
-        server.kill()
+    events = _serve_then_signal(child, signum)
+    assert _loops_run(events) == [loop]
+    modes = [e["mode"] for e in events if e["event"] == "signal_handlers"]
+    assert modes == ["signal.signal"]
+    shutdowns = [e["reason"] for e in events if e["event"] == "shutdown"]
+    assert shutdowns == [signum.name.lower()]
+    assert events[-1]["event"] == "metrics"
 
 
 @pytest.mark.req("REQ-OPS-002", "REQ-MCP-002")
