@@ -122,9 +122,19 @@ def _routes(directory: Path) -> dict[str, dict[str, Any]]:
     return routes
 
 
+# "asyncio" or "uvloop": the server's `[runtime] event_loop`, for a measured pair
+# (docs/performance.md §23.1); unset, the server runs its default (auto: uvloop where installed).
+LOOP_SWITCH = "E2EBENCH_LOOP"
+
+
 def _config_toml(base_url: str) -> str:
     lines = [
         "schema_version = 1",
+        *(
+            [f'[runtime]\nevent_loop = "{os.environ[LOOP_SWITCH]}"']
+            if os.environ.get(LOOP_SWITCH)
+            else []
+        ),
         "[egress]",
         'allow = ["127.0.0.1/32"]',
         "[limits]",
@@ -139,16 +149,9 @@ def _config_toml(base_url: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-# "asyncio" or "uvloop": the server's RYPSOK_EVENT_LOOP, for a measured pair (docs/performance.md
-# §23.1); unset, the server runs its default (auto: uvloop where installed).
-LOOP_SWITCH = "E2EBENCH_LOOP"
-
-
 def _child_env(config: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RYPSOK_")}
     env["RYPSOK_CONFIG"] = str(config)
-    if os.environ.get(LOOP_SWITCH):
-        env["RYPSOK_EVENT_LOOP"] = os.environ[LOOP_SWITCH]
     env.update({f"BENCH_KEY_{e.upper()}": "bench-not-a-key" for e in _KEYED})
     return env
 

@@ -77,7 +77,7 @@ from bench.drivers import bench_drivers, bench_routes, services_with
 from bench.fakeserver import REPO, FakeServer
 from rypsok.core.config import parse_config
 from rypsok.core.engines import registry
-from rypsok.core.event_loop import EVENT_LOOP_ENV, backend_options, chosen_loop, running_loop
+from rypsok.core.event_loop import AUTO, backend_options, chosen_loop, running_loop
 from rypsok.core.services import Services
 from rypsok.mcp.http.plan import plan_http
 from rypsok.mcp.http.serve import serve_http
@@ -150,14 +150,13 @@ def _services(base_url: str, setup: Setup, http: dict[str, Any]) -> tuple[Servic
 
 
 # "asyncio" or "uvloop": the loop of the server child, for a measured pair (docs/performance.md
-# §23.1); unset, the child runs the loop `rypsok serve` would (RYPSOK_EVENT_LOOP, else auto:
-# uvloop where installed). Each row says which loop its server ran.
+# §23.1); unset, the child runs the loop `rypsok serve` would by default (auto: uvloop where
+# installed). Each row says which loop its server ran.
 LOOP_SWITCH = "HTTPBENCH_LOOP"
 
 
 def _server_loop() -> str:
-    asked = os.environ.get(LOOP_SWITCH)
-    return chosen_loop({EVENT_LOOP_ENV: asked} if asked else None)
+    return chosen_loop(os.environ.get(LOOP_SWITCH) or AUTO)
 
 
 # In the server process: write its collections' times to `<this>.<setup>.json`.

@@ -83,6 +83,7 @@ READERS: dict[str, tuple[str, str]] = {
     "privacy.log_queries": ("core/services.py", "self.config.privacy"),
     "logging.metrics_interval_s": ("core/services.py", "self.config.logging"),
     "output.structured_content": ("mcp/server.py", "services.config.output"),
+    "runtime.event_loop": ("commands.py", "config.runtime"),
     "tools.engine_status": ("core/services.py", "self.config.tools"),
     "operator.contact": ("core/services.py", "config.operator"),
     "http.host": ("mcp/http/plan.py", "http"),

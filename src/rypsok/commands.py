@@ -34,8 +34,8 @@ def run(command: str, *, config_path: str | None, transport: str) -> int:
     """Run a parsed command: `check`, or `serve` over `transport`; the exit code."""
     logs.configure()
     try:
-        loop = chosen_loop()  # before anything is built: a misspelt loop is refused by `check`
         config = load_configuration(config_path)
+        loop = chosen_loop(config.runtime.event_loop)  # before anything is built, as in `check`
     except ConfigError as exc:
         logs.event(log, "configuration_refused", logging.ERROR, problem=str(exc))
         return EXIT_CONFIG

@@ -1,8 +1,8 @@
-"""`serve` on the event loop RYPSOK_EVENT_LOOP names, over real stdio and HTTP sessions.
+"""`serve` on the event loop `[runtime] event_loop` names, over real stdio and HTTP sessions.
 
 uvloop is only a faster loop: the same session on asyncio's loop and on uvloop
 answers with the same bytes, the process says at info which loop runs it, and
-a value that names no loop stops `serve` and `check` like a configuration key.
+a value that names no loop stops `serve` and `check` naming the key.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from rypsok.core import limits
-from rypsok.core.event_loop import EVENT_LOOP_ENV
 from tests.fakes.provider_server import ProviderServer, Route
 from tests.mcp.http_support import KEY_A, bearer, free_listener
 from tests.support import (
@@ -56,9 +55,21 @@ def _loops_run(events: list[dict[str, Any]]) -> list[object]:
     return [e["loop"] for e in events if e["event"] == "event_loop"]
 
 
-async def _stdio_session(config: pathlib.Path, loop: str) -> tuple[list[bytes], bytes]:
-    """One raw stdio session on `loop`: its stdout lines after the handshake, and stderr."""
-    process = await anyio.open_process(SERVE, env=child_env(config, **{EVENT_LOOP_ENV: loop}))
+def _runtime(loop: str) -> str:
+    """The `[runtime]` table that asks for `loop` ("" asks for nothing: the default)."""
+    return f'[runtime]\nevent_loop = "{loop}"\n' if loop else ""
+
+
+def _config(directory: pathlib.Path, text: str, loop: str) -> pathlib.Path:
+    """A configuration file of its own per loop, so one test can start both."""
+    folder = directory / (loop or "default")
+    folder.mkdir()
+    return write_config(folder, text + _runtime(loop))
+
+
+async def _stdio_session(config: pathlib.Path) -> tuple[list[bytes], bytes]:
+    """One raw stdio session on `config`: its stdout lines after the handshake, and stderr."""
+    process = await anyio.open_process(SERVE, env=child_env(config))
     server = AsyncRawServer(process)
     try:
         with anyio.fail_after(60):  # start-up on a loaded machine; not what is tested
@@ -86,9 +97,9 @@ async def test_web_search_over_stdio_answers_the_same_bytes_on_asyncio_and_uvloo
 ) -> None:
     """REQ-MCP-001: the same calls over stdio give byte-identical answers on either loop."""
     async with ProviderServer(_routes()) as provider:
-        config = write_config(tmp_path, engines_toml(provider.base_url))
-        on_asyncio, asyncio_err = await _stdio_session(config, "asyncio")
-        on_uvloop, uvloop_err = await _stdio_session(config, "uvloop")
+        engines = engines_toml(provider.base_url)
+        on_asyncio, asyncio_err = await _stdio_session(_config(tmp_path, engines, "asyncio"))
+        on_uvloop, uvloop_err = await _stdio_session(_config(tmp_path, engines, "uvloop"))
     assert len(on_asyncio) == len(SEARCHES)
     assert on_uvloop == on_asyncio
     assert _loops_run(_events(asyncio_err)) == ["asyncio"]
@@ -97,21 +108,23 @@ async def test_web_search_over_stdio_answers_the_same_bytes_on_asyncio_and_uvloo
 
 @pytest.mark.req("REQ-MCP-002")
 async def test_the_default_loop_is_uvloop_where_installed(tmp_path: pathlib.Path) -> None:
-    """REQ-MCP-002: without RYPSOK_EVENT_LOOP (auto) `serve` runs on uvloop if it is installed."""
+    """REQ-MCP-002: without `[runtime] event_loop` (auto) `serve` runs on uvloop if installed."""
     async with ProviderServer(_routes()) as provider:
-        config = write_config(tmp_path, engines_toml(provider.base_url))
-        _, err = await _stdio_session(config, "")
+        _, err = await _stdio_session(_config(tmp_path, engines_toml(provider.base_url), ""))
     expected = "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
     assert _loops_run(_events(err)) == [expected]
 
 
 @pytest.mark.req("REQ-CFG-005")
 @pytest.mark.parametrize("command", [["serve"], ["serve", "--transport", "http"], ["check"]])
-def test_a_value_naming_no_loop_is_refused_naming_the_variable(command: list[str]) -> None:
-    """REQ-CFG-005: an unknown RYPSOK_EVENT_LOOP is exit 1 and one line naming it, no traceback."""
+def test_a_value_naming_no_loop_is_refused_naming_the_key(
+    command: list[str], tmp_path: pathlib.Path
+) -> None:
+    """REQ-CFG-005: an unknown `[runtime] event_loop` is exit 1 and one line naming the key."""
+    config = write_config(tmp_path, "schema_version = 1\n" + _runtime("uvlop"))
     done = subprocess.run(
         [*SERVE[:-1], *command],
-        env=child_env(None, **{EVENT_LOOP_ENV: "uvlop"}),
+        env=child_env(config),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         timeout=60,
@@ -122,7 +135,9 @@ def test_a_value_naming_no_loop_is_refused_naming_the_variable(command: list[str
     assert b"Traceback" not in done.stderr
     (refusal,) = _events(done.stderr)
     assert refusal["event"] == "configuration_refused"
-    assert refusal["problem"] == "RYPSOK_EVENT_LOOP='uvlop' is not one of auto, asyncio, uvloop"
+    assert refusal["problem"] == (
+        "key 'runtime.event_loop': must be one of 'auto', 'asyncio' or 'uvloop'"
+    )
 
 
 async def _read_until(stderr: BufferedByteReceiveStream, lines: list[bytes], event: bytes) -> None:
@@ -143,10 +158,11 @@ async def test_http_mode_serves_a_streamable_http_session_on_each_loop(
         config = write_config(
             tmp_path,
             engines_toml(provider.base_url)
+            + _runtime(loop)
             + f"[http]\nport = {port}\n"
             + '[[http.keys]]\ncaller = "a"\nkey = { env = "RYPSOK_TEST_HTTP_KEY" }\n',
         )
-        env = child_env(config, RYPSOK_TEST_HTTP_KEY=KEY_A, **{EVENT_LOOP_ENV: loop})
+        env = child_env(config, RYPSOK_TEST_HTTP_KEY=KEY_A)
         process = await anyio.open_process([*SERVE, "--transport", "http"], env=env)
         stderr = BufferedByteReceiveStream(process.stderr)  # type: ignore[arg-type]
         lines: list[bytes] = []

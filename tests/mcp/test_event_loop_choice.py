@@ -1,4 +1,4 @@
-"""Which loop RYPSOK_EVENT_LOOP asks for (rypsok.core.event_loop), without a process."""
+"""Which loop `[runtime] event_loop` asks for (rypsok.core.event_loop), without a process."""
 
 from __future__ import annotations
 
@@ -7,39 +7,54 @@ import pytest
 
 from rypsok.core import event_loop
 from rypsok.core.config import ConfigError
-from rypsok.core.event_loop import EVENT_LOOP_ENV, backend_options, chosen_loop
+from rypsok.core.event_loop import backend_options, chosen_loop
+from tests.support import config_from
 
 
-@pytest.mark.req("REQ-CFG-005")
+@pytest.mark.req("REQ-CFG-005", "REQ-CFG-001")
 @pytest.mark.parametrize("installed", [True, False])
 def test_auto_and_unset_are_uvloop_only_where_it_is_installed(
     monkeypatch: pytest.MonkeyPatch, installed: bool
 ) -> None:
-    """REQ-CFG-005: auto (or unset, or empty) is uvloop where installed, else asyncio."""
+    """REQ-CFG-005, REQ-CFG-001: the file key, unset or auto, is uvloop where installed."""
     monkeypatch.setattr(event_loop, "uvloop_installed", lambda: installed)
     expected = "uvloop" if installed else "asyncio"
-    for environ in ({}, {EVENT_LOOP_ENV: ""}, {EVENT_LOOP_ENV: "auto"}):
-        assert chosen_loop(environ) == expected
-    assert chosen_loop({EVENT_LOOP_ENV: "asyncio"}) == "asyncio"
+    tables: list[dict[str, dict[str, str]]] = [
+        {},
+        {"runtime": {}},
+        {"runtime": {"event_loop": "auto"}},
+    ]
+    for data in tables:
+        assert chosen_loop(config_from(data).runtime.event_loop) == expected
+    assert chosen_loop(config_from({"runtime": {"event_loop": "asyncio"}}).runtime.event_loop) == (
+        "asyncio"
+    )
 
 
 @pytest.mark.req("REQ-CFG-005")
 def test_uvloop_asked_where_it_is_missing_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    """REQ-CFG-005: asking for a loop that is not installed is refused, naming the variable."""
+    """REQ-CFG-005: asking for a loop that is not installed is refused, naming the key."""
     monkeypatch.setattr(event_loop, "uvloop_installed", lambda: False)
     with pytest.raises(
-        ConfigError, match=r"^RYPSOK_EVENT_LOOP=uvloop but uvloop is not installed$"
+        ConfigError, match=r"^runtime\.event_loop = 'uvloop' but uvloop is not installed$"
     ):
-        chosen_loop({EVENT_LOOP_ENV: "uvloop"})
+        chosen_loop("uvloop")
 
 
 @pytest.mark.req("REQ-CFG-005")
-@pytest.mark.parametrize("value", ["UVLOOP", " asyncio", "trio", "uvlop"])
-def test_any_other_value_is_refused_naming_the_variable_and_the_choices(value: str) -> None:
-    """REQ-CFG-005: values are exact; anything else names the variable and what it accepts."""
+@pytest.mark.parametrize("value", ["UVLOOP", " asyncio", "trio", "uvlop", ""])
+def test_any_other_value_is_refused_naming_the_key_and_the_choices(value: str) -> None:
+    """REQ-CFG-005: values are exact; the schema names the key and what it accepts."""
     with pytest.raises(ConfigError) as refused:
-        chosen_loop({EVENT_LOOP_ENV: value})
-    assert str(refused.value) == f"RYPSOK_EVENT_LOOP={value!r} is not one of auto, asyncio, uvloop"
+        config_from({"runtime": {"event_loop": value}})
+    assert str(refused.value) == (
+        "key 'runtime.event_loop': must be one of 'auto', 'asyncio' or 'uvloop'"
+    )
+    with pytest.raises(ConfigError) as direct:
+        chosen_loop(value)
+    assert (
+        str(direct.value) == f"runtime.event_loop = {value!r} is not one of auto, asyncio, uvloop"
+    )
 
 
 def test_backend_options_start_the_loop_that_running_loop_names() -> None:

@@ -3,14 +3,15 @@
 The fallback tests start `rypsok serve` in a child whose loop refuses
 `add_signal_handler` with NotImplementedError, as Windows' Proactor loop does,
 and talk to it over real pipes. The child pins the loop it patches
-(RYPSOK_EVENT_LOOP): a patch of asyncio's loop class proves nothing while the
-server runs on uvloop's, and the reverse.
+(`[runtime] event_loop` in its configuration file): a patch of asyncio's loop
+class proves nothing while the server runs on uvloop's, and the reverse.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import pathlib
 import signal
 import sys
 import time
@@ -24,20 +25,22 @@ from tests.support import RawServer
 
 _UVLOOP = pytest.mark.skipif(importlib.util.find_spec("uvloop") is None, reason="no uvloop")
 LOOPS = [pytest.param("asyncio"), pytest.param("uvloop", marks=_UVLOOP)]
-# The loop class each RYPSOK_EVENT_LOOP value runs (uvloop.Loop is a Python subclass).
+# The loop class each `[runtime] event_loop` value runs (uvloop.Loop is a Python subclass).
 _LOOP_CLASS = {"asyncio": "asyncio.SelectorEventLoop", "uvloop": "uvloop.Loop"}
 
 
-def _pin_loop(loop: str) -> str:
-    """The child's first lines: the loop `serve` will run on, named in its environment."""
-    return f"import os, sys\nos.environ['RYPSOK_EVENT_LOOP'] = {loop!r}\n"
+def _pin_loop(loop: str, directory: pathlib.Path) -> str:
+    """The child's first lines: a configuration file naming the loop `serve` will run on."""
+    config = directory / "rypsok.toml"
+    config.write_text(f'schema_version = 1\n[runtime]\nevent_loop = "{loop}"\n', encoding="utf-8")
+    return f"import os, sys\nos.environ['RYPSOK_CONFIG'] = {str(config)!r}\n"
 
 
-def _refuse_loop_signals(loop: str) -> str:
+def _refuse_loop_signals(loop: str, directory: pathlib.Path) -> str:
     """The child: the loop's signal support refused as on Windows."""
     module = _LOOP_CLASS[loop].split(".")[0]
     return (
-        _pin_loop(loop)
+        _pin_loop(loop, directory)
         + f"import {module}\n"
         + "def refuse(self, *args, **kwargs):\n    raise NotImplementedError\n"
         + f"{_LOOP_CLASS[loop]}.add_signal_handler = refuse\n"
@@ -88,10 +91,10 @@ def _serve_then_signal(child: list[str], signum: signal.Signals) -> list[dict[st
 @pytest.mark.parametrize("loop", LOOPS)
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_with_the_loops_signal_handlers_a_signal_shuts_stdio_down(
-    signum: signal.Signals, loop: str
+    signum: signal.Signals, loop: str, tmp_path: pathlib.Path
 ) -> None:
     """REQ-OPS-002: on either loop SIGTERM/SIGINT end a serving process with 0 within LIM-O1."""
-    child = [sys.executable, "-c", _pin_loop(loop) + _SERVE]
+    child = [sys.executable, "-c", _pin_loop(loop, tmp_path) + _SERVE]
     events = _serve_then_signal(child, signum)
     assert _loops_run(events) == [loop]
     assert [e for e in events if e["event"] == "signal_handlers"] == []  # the loop's own
@@ -103,10 +106,10 @@ def test_with_the_loops_signal_handlers_a_signal_shuts_stdio_down(
 @pytest.mark.parametrize("loop", LOOPS)
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_without_loop_signal_handlers_stdio_starts_and_a_signal_still_shuts_it_down(
-    signum: signal.Signals, loop: str
+    signum: signal.Signals, loop: str, tmp_path: pathlib.Path
 ) -> None:
     """REQ-OPS-002: with no add_signal_handler the server answers and exits 0 within LIM-O1."""
-    child = [sys.executable, "-c", _refuse_loop_signals(loop) + _SERVE]
+    child = [sys.executable, "-c", _refuse_loop_signals(loop, tmp_path) + _SERVE]
     events = _serve_then_signal(child, signum)
     assert _loops_run(events) == [loop]
     modes = [e["mode"] for e in events if e["event"] == "signal_handlers"]
@@ -118,9 +121,15 @@ def test_without_loop_signal_handlers_stdio_starts_and_a_signal_still_shuts_it_d
 
 @pytest.mark.req("REQ-OPS-002", "REQ-MCP-002")
 @pytest.mark.parametrize("loop", LOOPS)
-def test_without_any_signal_handler_stdio_starts_and_end_of_input_ends_it(loop: str) -> None:
+def test_without_any_signal_handler_stdio_starts_and_end_of_input_ends_it(
+    loop: str, tmp_path: pathlib.Path
+) -> None:
     """REQ-OPS-002, REQ-MCP-002: no handler at all is a warning, and EOF still ends the server."""
-    child = [sys.executable, "-c", _refuse_loop_signals(loop) + _REFUSE_PLAIN_SIGNALS + _SERVE]
+    child = [
+        sys.executable,
+        "-c",
+        _refuse_loop_signals(loop, tmp_path) + _REFUSE_PLAIN_SIGNALS + _SERVE,
+    ]
     server = RawServer(command=child)
     try:
         handshake(server, HANDSHAKE_PROTOCOL_VERSIONS[-1])

@@ -232,6 +232,13 @@ class LoggingConfig(Section):
     )
 
 
+class RuntimeConfig(Section):
+    event_loop: Literal["auto", "asyncio", "uvloop"] = Field(
+        default="auto",
+        description="the event loop `serve` runs on; auto = uvloop where installed, else asyncio",
+    )
+
+
 class OutputConfig(Section):
     structured_content: bool = Field(
         default=True, description="REQ-MCP-011 send structuredContent besides the JSON text"
@@ -307,6 +314,7 @@ class Config(Section):
     privacy: PrivacyConfig = Field(default={}, validate_default=True)
     logging: LoggingConfig = Field(default={}, validate_default=True)
     output: OutputConfig = Field(default={}, validate_default=True)
+    runtime: RuntimeConfig = Field(default={}, validate_default=True)
     tools: ToolsConfig = Field(default={}, validate_default=True)
     operator: OperatorConfig = Field(default={}, validate_default=True)
     http: HttpConfig = Field(default={}, validate_default=True)

@@ -1,4 +1,4 @@
-"""The event loop `rypsok serve` runs on, chosen by `RYPSOK_EVENT_LOOP`.
+"""The event loop `rypsok serve` runs on, chosen by `[runtime] event_loop`.
 
 `auto` (the default) is uvloop where it is installed, else asyncio's own loop;
 `asyncio` and `uvloop` ask for one. uvloop serves about 15 % more calls per
@@ -6,24 +6,19 @@ second over HTTP at one engine (docs/performance.md §23.1), and the answers'
 bytes are the same on both loops (tests/mcp/test_event_loop.py). It is not
 built for Windows, where `auto` is asyncio's Proactor loop.
 
-The value is read once, by `check` and `serve` before anything is built, so a
-misspelt one is refused like a configuration key: exit 1 and one
-`configuration_refused` line naming the variable.
+The key is a file key like every operational setting (REQ-CFG-001): the schema
+refuses a misspelt value, and `uvloop` where it is not installed is refused
+here, by `check` and `serve` alike, before anything is built.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
-import os
-from typing import TYPE_CHECKING
 
 from rypsok.core.config_base import ConfigError
 
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-EVENT_LOOP_ENV = "RYPSOK_EVENT_LOOP"
+EVENT_LOOP_KEY = "runtime.event_loop"
 AUTO, ASYNCIO, UVLOOP = "auto", "asyncio", "uvloop"
 CHOICES = (AUTO, ASYNCIO, UVLOOP)
 
@@ -33,16 +28,15 @@ def uvloop_installed() -> bool:
     return importlib.util.find_spec(UVLOOP) is not None
 
 
-def chosen_loop(environ: Mapping[str, str] | None = None) -> str:
-    """`asyncio` or `uvloop`, as the environment asks; ConfigError naming the variable."""
-    asked = (os.environ if environ is None else environ).get(EVENT_LOOP_ENV) or AUTO
-    if asked not in CHOICES:
+def chosen_loop(asked: str) -> str:
+    """`asyncio` or `uvloop` for the configured value; ConfigError naming the key."""
+    if asked not in CHOICES:  # the schema's Literal refuses first; this guards other callers
         choices = ", ".join(CHOICES)
-        raise ConfigError(f"{EVENT_LOOP_ENV}={asked!r} is not one of {choices}")
+        raise ConfigError(f"{EVENT_LOOP_KEY} = {asked!r} is not one of {choices}")
     if asked == AUTO:
         return UVLOOP if uvloop_installed() else ASYNCIO
     if asked == UVLOOP and not uvloop_installed():
-        raise ConfigError(f"{EVENT_LOOP_ENV}=uvloop but uvloop is not installed")
+        raise ConfigError(f"{EVENT_LOOP_KEY} = 'uvloop' but uvloop is not installed")
     return asked
 
 
