@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import urllib.parse
-
 import gzip
 import json
 import pathlib
 import time
+import urllib.parse
 from ipaddress import ip_address
 from typing import Any
 
