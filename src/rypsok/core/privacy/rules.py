@@ -39,11 +39,12 @@ _NOT_IN_HOST = r"(?<![A-Za-z0-9.-])"
 _PEM_LABEL = r"(?:[A-Z0-9]{1,16}[ +]){0,3}PRIVATE[ +]KEY(?:[ +]BLOCK)?"
 _PEM_LINE_BREAK = r"(?:\s|\\[nr])*+"
 _FIELD_SEPARATOR = r"[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?"
-# A parameter value ends at the next `&`, `#`, `;`, `=` (base64 padding excepted) or
-# blank; one that opens with a quote ends at the next quote too (`api_key='…')`), and
-# the quotes belong to the syntax, not to the secret.
+# A parameter value ends at the next `&`, `#`, `;`, `?`, `=` (base64 padding excepted)
+# or blank (`?` starts the query after a path parameter: `;jsessionid=…?page=2`); one
+# that opens with a quote ends at the next quote too (`api_key='…')`), and the quotes
+# belong to the syntax, not to the secret.
 _PARAMETER_VALUE = (
-    r"(?:[\"'`](?P<quoted>[^&#;\s=\"'`]{1,2048}+={0,2})|(?P<value>[^&#;\s=]{1,2048}+={0,2}))"
+    r"(?:[\"'`](?P<quoted>[^&#;?\s=\"'`]{1,2048}+={0,2})|(?P<value>[^&#;?\s=]{1,2048}+={0,2}))"
 )
 
 
