@@ -55,6 +55,22 @@ REFUSALS = {
     "proxy-bad-port": Refusal(
         'schema_version = 1\n[egress]\nproxy = "http://proxy.example:99999"\n', "egress.proxy"
     ),
+    # A token in the proxy's query is an inline credential as much as a password is.
+    "proxy-token-in-query": Refusal(
+        'schema_version = 1\n[egress]\nproxy = "http://proxy.example:3128/?token=canary-9f2k"\n',
+        "egress.proxy",
+        secret="canary-9f2k",
+    ),
+    # A path would be ignored (the proxy is reached at host and port): a key without effect.
+    "proxy-with-a-path": Refusal(
+        'schema_version = 1\n[egress]\nproxy = "http://proxy.example:3128/corp"\n', "egress.proxy"
+    ),
+    "proxy-host-not-a-name": Refusal(
+        'schema_version = 1\n[egress]\nproxy = "http://pr oxy.example:3128"\n', "egress.proxy"
+    ),
+    "proxy-port-zero": Refusal(
+        'schema_version = 1\n[egress]\nproxy = "http://proxy.example:0"\n', "egress.proxy"
+    ),
     "egress-rule-host-bits-set": Refusal(
         'schema_version = 1\n[egress]\nallow = ["127.0.0.0/8", "10.0.0.1/8"]\n',
         "egress.allow",

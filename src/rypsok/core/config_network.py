@@ -42,6 +42,15 @@ def _rule_problem(text: str) -> str | None:
     return None
 
 
+def _proxy_host_problem(host: str) -> bool:
+    """Whether the proxy's host is neither an address nor an ASCII name (`pr oxy`, `a..b`)."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return host.startswith(".") or not _HOST_RULE.fullmatch(host.rstrip("."))
+    return False
+
+
 class EgressConfig(Section):
     allow: StrList = Field(default=(), description="CIDR or host rules that allow")
     deny: StrList = Field(default=(), description="CIDR or host rules that deny; win")
@@ -77,9 +86,22 @@ class EgressConfig(Section):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("must be an http:// or https:// URL with a host")
         try:
-            parts.port  # noqa: B018 (property access validates the port)
+            port = parts.port
         except ValueError:
             raise ValueError("the port must be a number from 1 to 65535") from None
+        if port == 0:
+            raise ValueError("the port must be a number from 1 to 65535")
+        if parts.query or parts.fragment or "?" in value or "#" in value:
+            # A `?token=…` is an inline credential too, and nothing would send it.
+            raise ValueError(
+                "must hold no query or fragment: a token in it would be an inline credential "
+                "(secrets by reference only), and rypsok sends none to a proxy"
+            )
+        if parts.path not in ("", "/"):
+            # The proxy is reached at its host and port only: a path would be ignored.
+            raise ValueError("must be scheme://host[:port] without a path")
+        if _proxy_host_problem(parts.hostname or ""):
+            raise ValueError("the host must be an IP address or an ASCII host name (xn-- for IDNs)")
         return value
 
 
