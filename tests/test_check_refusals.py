@@ -68,6 +68,21 @@ REFUSALS = {
     "proxy-host-not-a-name": Refusal(
         'schema_version = 1\n[egress]\nproxy = "http://pr oxy.example:3128"\n', "egress.proxy"
     ),
+    # A key pasted into an endpoint's query is an inline secret (REQ-CFG-004): the
+    # credential check that guards queries and fetched URLs judges the URL keys too.
+    "endpoint-key-in-query": Refusal(
+        "schema_version = 1\n[engines.searxng]\nenabled = true\n"
+        'endpoint = "https://searx.example/search?api_key=canary5Qm8v2Lx9Rt"\n',
+        "engines.searxng.endpoint",
+        secret="canary5Qm8v2Lx9Rt",
+    ),
+    "proxy-provider-key-in-host": Refusal(
+        'schema_version = 1\n[egress]\nproxy = "http://ghp_'
+        + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2"
+        + '.proxy.example:3128"\n',
+        "egress.proxy",
+        secret="Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2",
+    ),
     "proxy-port-zero": Refusal(
         'schema_version = 1\n[egress]\nproxy = "http://proxy.example:0"\n', "egress.proxy"
     ),

@@ -33,6 +33,7 @@ from rypsok.core.config_base import (
     Section,
     StrList,
     bounded,
+    inline_credential_problem,
 )
 from rypsok.core.config_network import (
     CALLER_SCOPES,
@@ -279,6 +280,10 @@ class EngineConfig(Section):
             raise ValueError("must be an http or https URL")
         if not value.isascii() or any(ch.isspace() for ch in value) or "@" in value:
             raise ValueError("must be an ASCII URL without spaces or credentials")
+        problem = inline_credential_problem(value)
+        if problem is not None:
+            # A keyed engine takes its key as api_key, by reference (REQ-CFG-004).
+            raise ValueError(f"{problem}; a key goes into api_key")
         return value
 
 

@@ -16,7 +16,13 @@ from typing import Annotated, Literal, get_args
 from pydantic import Field, field_validator
 
 from rypsok.core import limits
-from rypsok.core.config_base import SecretRef, Section, StrList, bounded
+from rypsok.core.config_base import (
+    SecretRef,
+    Section,
+    StrList,
+    bounded,
+    inline_credential_problem,
+)
 
 # A host rule: an ASCII name (A-labels for IDNs), or ".name" for it and its subdomains.
 _HOST_RULE = re.compile(
@@ -97,6 +103,9 @@ class EgressConfig(Section):
                 "must hold no query or fragment: a token in it would be an inline credential "
                 "(secrets by reference only), and rypsok sends none to a proxy"
             )
+        problem = inline_credential_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         if parts.path not in ("", "/"):
             # The proxy is reached at its host and port only: a path would be ignored.
             raise ValueError("must be scheme://host[:port] without a path")
