@@ -76,6 +76,14 @@ REFUSALS = {
         "engines.searxng.endpoint",
         secret="canary5Qm8v2Lx9Rt",
     ),
+    "endpoint-port-out-of-range": Refusal(
+        'schema_version = 1\n[engines.wikipedia]\nendpoint = "https://wiki.example:99999/w/api.php"\n',
+        "engines.wikipedia.endpoint",
+    ),
+    "endpoint-without-host": Refusal(
+        'schema_version = 1\n[engines.wikipedia]\nendpoint = "https:///w/api.php"\n',
+        "engines.wikipedia.endpoint",
+    ),
     "proxy-provider-key-in-host": Refusal(
         'schema_version = 1\n[egress]\nproxy = "http://ghp_'
         + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2"
