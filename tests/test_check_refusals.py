@@ -55,6 +55,45 @@ REFUSALS = {
     "proxy-bad-port": Refusal(
         'schema_version = 1\n[egress]\nproxy = "http://proxy.example:99999"\n', "egress.proxy"
     ),
+    # A token in the proxy's query is an inline credential as much as a password is.
+    "proxy-token-in-query": Refusal(
+        'schema_version = 1\n[egress]\nproxy = "http://proxy.example:3128/?token=canary-9f2k"\n',
+        "egress.proxy",
+        secret="canary-9f2k",
+    ),
+    # A path would be ignored (the proxy is reached at host and port): a key without effect.
+    "proxy-with-a-path": Refusal(
+        'schema_version = 1\n[egress]\nproxy = "http://proxy.example:3128/corp"\n', "egress.proxy"
+    ),
+    "proxy-host-not-a-name": Refusal(
+        'schema_version = 1\n[egress]\nproxy = "http://pr oxy.example:3128"\n', "egress.proxy"
+    ),
+    # A key pasted into an endpoint's query is an inline secret (REQ-CFG-004): the
+    # credential check that guards queries and fetched URLs judges the URL keys too.
+    "endpoint-key-in-query": Refusal(
+        "schema_version = 1\n[engines.searxng]\nenabled = true\n"
+        'endpoint = "https://searx.example/search?api_key=canary5Qm8v2Lx9Rt"\n',
+        "engines.searxng.endpoint",
+        secret="canary5Qm8v2Lx9Rt",
+    ),
+    "endpoint-port-out-of-range": Refusal(
+        'schema_version = 1\n[engines.wikipedia]\nendpoint = "https://wiki.example:99999/w/api.php"\n',
+        "engines.wikipedia.endpoint",
+    ),
+    "endpoint-without-host": Refusal(
+        'schema_version = 1\n[engines.wikipedia]\nendpoint = "https:///w/api.php"\n',
+        "engines.wikipedia.endpoint",
+    ),
+    "proxy-provider-key-in-host": Refusal(
+        'schema_version = 1\n[egress]\nproxy = "http://ghp_'
+        + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2"
+        + '.proxy.example:3128"\n',
+        "egress.proxy",
+        secret="Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2",
+    ),
+    "proxy-port-zero": Refusal(
+        'schema_version = 1\n[egress]\nproxy = "http://proxy.example:0"\n', "egress.proxy"
+    ),
     "egress-rule-host-bits-set": Refusal(
         'schema_version = 1\n[egress]\nallow = ["127.0.0.0/8", "10.0.0.1/8"]\n',
         "egress.allow",

@@ -605,6 +605,39 @@ VARIANT_CASES.update(
         "new_relic_license_key": Case(
             K.NEW_RELIC_KEY, "license_key: ", synthetic(HEX, 36, "nral") + "NRAL"
         ),
+        "linear_oauth_token": Case(
+            K.LINEAR_API_KEY,
+            "Authorization header ",
+            "lin_oauth_" + synthetic(HEX, 64, "lin oauth"),
+        ),
+        "atlassian_admin_api_key": Case(
+            K.ATLASSIAN_API_TOKEN,
+            "org admin key ",
+            "ATCTT3xFfGN0" + synthetic(B64URL, 180, "atctt"),
+        ),
+        "bitbucket_app_password": Case(
+            K.ATLASSIAN_API_TOKEN, "git push with ", "ATBB" + synthetic(ALNUM, 32, "atbb")
+        ),
+        "new_relic_regional_license_key": Case(
+            K.NEW_RELIC_KEY, "license_key: ", "eu01xx" + synthetic(HEX, 30, "nral eu") + "NRAL"
+        ),
+        "putty_private_part_after_json_escapes": Case(
+            K.PRIVATE_KEY,
+            "PuTTY-User-Key-File-3: ssh-ed25519\\nEncryption: none\\n",
+            "Private-Lines: 1\\n" + synthetic(B64, 60, "putty json") + "==",
+            "\\nPrivate-MAC: " + synthetic(HEX, 64, "putty json mac"),
+        ),
+        "jsessionid_path_parameter": Case(
+            K.SECRET_PARAMETER,
+            "https://shop.example.com/cart;jsessionid=",
+            synthetic(ALNUM, 32, "jsession"),
+            "?item=4",
+        ),
+        "session_id_parameter": Case(
+            K.SECRET_PARAMETER,
+            "https://app.example.com/?session_id=",
+            synthetic(B64URL, 32, "session id"),
+        ),
         # URL query parameters with a broad credential name and a generated value.
         "token_parameter": Case(
             K.SECRET_PARAMETER,
@@ -768,6 +801,14 @@ NOT_CREDENTIALS: dict[str, str] = {
     "monkey_is_not_key": "https://zoo.example.com/?monkey=" + synthetic(HEX, 32, "monkey"),
     "token_short_generated": "https://example.com/?token=" + synthetic(ALNUM, 12, "short tok"),
     "token_hex_digest_of_lowercase": "https://example.com/?token=abcdefabcdefabcdefab",
+    "session_id_number": "https://forum.example.com/view?session_id=42&page=3",
+    "sessionid_word": "https://shop.example.com/cart?sessionid=abc123",
+    "jsessionid_question": "spring boot remove ;jsessionid= from urls",
+    "bitbucket_prefix_alone": "ATBB app password replaced by API tokens",
+    "bitbucket_lowercase_run": "ATBB" + "abcdefghijklmnopqrstuvwxyzabcdef",
+    "linear_oauth_prefix_alone": "lin_oauth_ token scopes",
+    "new_relic_region_prefix_alone": "eu01xx license key region NRAL",
+    "private_lines_in_a_word": "XPrivate-Lines: 1\n" + synthetic(B64, 60, "putty word"),
 }
 
 

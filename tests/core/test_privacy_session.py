@@ -41,6 +41,19 @@ def synthetic(alphabet: str, length: int, seed: str) -> str:
 TWILIO_PAIR = "AC" + synthetic(HEX, 32, "session sid") + ":" + synthetic(HEX, 32, "session auth")
 NOTION = "ntn_" + synthetic(string.digits, 11, "session n") + synthetic(ALNUM, 35, "session")
 GENERATED_TOKEN = synthetic(ALNUM, 31, "session token") + "7"
+B64URL = ALNUM + "_-"
+# Written from each provider's documented format (prefix, alphabet, length).
+LINEAR_OAUTH = "lin_oauth_" + synthetic(HEX, 63, "session linear") + "1"
+ATLASSIAN_ADMIN = "ATCTT3xFfGN0" + synthetic(B64URL, 170, "session atl") + "=A1B2C3D4"
+BITBUCKET_APP_PASSWORD = "ATBB" + synthetic(ALNUM, 30, "session atbb") + "a9"
+NEW_RELIC_EU_LICENSE = "eu01xx" + synthetic(HEX, 29, "session nr") + "7NRAL"
+PUTTY_AS_JSON_STRING = (
+    "PuTTY-User-Key-File-3: ssh-ed25519\\nEncryption: none\\nPrivate-Lines: 1\\nAAAAI"
+    + synthetic(ALNUM, 38, "session putty")
+    + "7=\\nPrivate-MAC: "
+    + synthetic(HEX, 64, "session mac")
+)
+SESSION_ID = synthetic(ALNUM, 30, "session jsession") + "Q4"
 
 
 @pytest.fixture
@@ -61,8 +74,28 @@ def credential_notices(payload: dict[str, Any]) -> list[str]:
         (f"curl -u {TWILIO_PAIR} fails", "twilio_credential", len("curl -u ")),
         (f"notion api 401 with {NOTION}", "notion_token", len("notion api 401 with ")),
         (f"why is ?token={GENERATED_TOKEN} rejected", "secret_parameter", len("why is ?token=")),
+        (f"linear 401 {LINEAR_OAUTH}", "linear_api_key", len("linear 401 ")),
+        (f"jira admin {ATLASSIAN_ADMIN}", "atlassian_api_token", len("jira admin ")),
+        (f"git clone {BITBUCKET_APP_PASSWORD}", "atlassian_api_token", len("git clone ")),
+        (f"newrelic {NEW_RELIC_EU_LICENSE} eu", "new_relic_key", len("newrelic ")),
+        (
+            f'ppk "{PUTTY_AS_JSON_STRING}"',
+            "private_key",
+            len('ppk "PuTTY-User-Key-File-3: ssh-ed25519') + len("\\nEncryption: none\\n"),
+        ),
+        (f"why /a;jsessionid={SESSION_ID} fails", "secret_parameter", len("why /a;jsessionid=")),
     ],
-    ids=["twilio_pair", "notion_token", "token_parameter"],
+    ids=[
+        "twilio_pair",
+        "notion_token",
+        "token_parameter",
+        "linear_oauth_token",
+        "atlassian_admin_key",
+        "bitbucket_app_password",
+        "new_relic_eu_license",
+        "putty_key_as_json_string",
+        "session_id_parameter",
+    ],
 )
 async def test_deny_mode_refuses_a_search_with_a_new_format(
     query: str, kind: str, position: int

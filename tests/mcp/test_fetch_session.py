@@ -6,6 +6,7 @@ import gzip
 import json
 import pathlib
 import time
+import urllib.parse
 from ipaddress import ip_address
 from typing import Any
 
@@ -304,7 +305,12 @@ NOT_LOOPBACK = [
 ERROR_KINDS = {kind.value for kind in ErrorKind}
 OUTCOMES = {outcome.value for outcome in Outcome}
 
-_text = st.text(st.characters(codec="utf-8"), max_size=40)
+# JSON carries lone surrogates ("\\ud800") that UTF-8 text cannot: some texts hold one.
+_surrogates = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
+_text = st.one_of(
+    st.text(st.characters(codec="utf-8"), max_size=40),
+    st.builds(lambda a, c, b: a + c + b, st.text(max_size=8), _surrogates, st.text(max_size=8)),
+)
 _any_value = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.floats(allow_nan=True), _text,
     st.lists(st.integers(), max_size=3),
@@ -317,8 +323,15 @@ _hosts = st.one_of(
     ]),
     st.text(st.characters(codec="utf-8", exclude_characters="/?#"), max_size=30),
 )  # fmt: skip
+# A path under /r/ is answered with a redirect to the rest of it, percent-decoded
+# and sent as Latin-1: generated Location headers, malformed ones included.
+_locations = st.one_of(
+    st.sampled_from(["http://[::1", "https://[::1]:x/", "//", "http://a:99999/", "/%ZZ", ""]),
+    st.text(st.characters(codec="latin-1", exclude_characters="\r\n"), max_size=40),
+)
 _paths = st.one_of(
     st.text(st.characters(codec="utf-8"), max_size=60),
+    _locations.map(lambda location: "r/" + urllib.parse.quote(location, safe="")),
     st.integers(0, 3_000).map(lambda n: "/" + "é" * n),
     st.integers(0, 3_000).map(lambda n: "/" + "a" * n),
 )
@@ -358,9 +371,13 @@ _calls = st.one_of(
 
 
 async def any_page(seen: Seen, writer: Any) -> bool:
-    """Every path is a page (robots.txt is absent), so long and encoded URLs are fetched."""
+    """Every path is a page (robots.txt is absent), so long and encoded URLs are fetched;
+    a path under /r/ redirects to what follows it."""
     if seen.target == "/robots.txt":
         return await respond(writer, 404, (("Content-Type", "text/plain"),), b"none")
+    if seen.target.startswith("/r/"):
+        location = urllib.parse.unquote(seen.target[3:], encoding="latin-1")
+        return await respond(writer, 302, (("Location", location),))
     body = b"<html><body><main><p>A page at any path.</p></main></body></html>"
     return await respond(writer, 200, (("Content-Type", "text/html"),), body)
 

@@ -19,6 +19,7 @@ renders; a test fails when the two differ.
 import os
 import pathlib
 import tomllib
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
@@ -33,6 +34,7 @@ from rypsok.core.config_base import (
     Section,
     StrList,
     bounded,
+    inline_credential_problem,
 )
 from rypsok.core.config_network import (
     CALLER_SCOPES,
@@ -286,6 +288,18 @@ class EngineConfig(Section):
             raise ValueError("must be an http or https URL")
         if not value.isascii() or any(ch.isspace() for ch in value) or "@" in value:
             raise ValueError("must be an ASCII URL without spaces or credentials")
+        parts = urllib.parse.urlsplit(value)
+        try:
+            port = parts.port
+        except ValueError:
+            port = 0
+        if not parts.hostname or port == 0:
+            # No request can reach such a URL: refused here, not at every search.
+            raise ValueError("must name a host and, if it gives one, a port from 1 to 65535")
+        problem = inline_credential_problem(value)
+        if problem is not None:
+            # A keyed engine takes its key as api_key, by reference (REQ-CFG-004).
+            raise ValueError(f"{problem}; a key goes into api_key")
         return value
 
 

@@ -83,3 +83,22 @@ class SecretRef(Section):
 
 def bounded(default: int, bounds: tuple[int, int], doc: str) -> Any:
     return Field(default=default, ge=bounds[0], le=bounds[1], description=doc)
+
+
+def inline_credential_problem(url: str) -> str | None:
+    """Why a configured URL holds a credential written inline (REQ-CFG-004), or None.
+
+    The credential check of queries and fetched URLs judges it (`?api_key=…`,
+    `?token=<generated>`, a provider's key format), so a secret pasted into a URL
+    key is refused as one written as a value would be. Imported when a URL is
+    configured: without one, `check` does not pay for compiling the rules.
+    """
+    from rypsok.core.privacy import find_credentials  # noqa: PLC0415
+
+    findings = find_credentials(url)
+    if not findings:
+        return None
+    return (
+        f"holds what looks like a {findings[0].kind.value} at character {findings[0].start}: "
+        "secrets are given by reference only ({ env = ... } or { file = ... }), never inline"
+    )

@@ -16,7 +16,13 @@ from typing import Annotated, Literal, get_args
 from pydantic import Field, field_validator
 
 from rypsok.core import limits
-from rypsok.core.config_base import SecretRef, Section, StrList, bounded
+from rypsok.core.config_base import (
+    SecretRef,
+    Section,
+    StrList,
+    bounded,
+    inline_credential_problem,
+)
 
 # A host rule: an ASCII name (A-labels for IDNs), or ".name" for it and its subdomains.
 _HOST_RULE = re.compile(
@@ -40,6 +46,15 @@ def _rule_problem(text: str) -> str | None:
     if not _HOST_RULE.fullmatch(text.rstrip(".")):
         return "is neither a network nor a host name (ASCII, xn-- for IDNs; '.name' for subdomains)"
     return None
+
+
+def _proxy_host_problem(host: str) -> bool:
+    """Whether the proxy's host is neither an address nor an ASCII name (`pr oxy`, `a..b`)."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return host.startswith(".") or not _HOST_RULE.fullmatch(host.rstrip("."))
+    return False
 
 
 class EgressConfig(Section):
@@ -77,9 +92,25 @@ class EgressConfig(Section):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("must be an http:// or https:// URL with a host")
         try:
-            parts.port  # noqa: B018 (property access validates the port)
+            port = parts.port
         except ValueError:
             raise ValueError("the port must be a number from 1 to 65535") from None
+        if port == 0:
+            raise ValueError("the port must be a number from 1 to 65535")
+        if parts.query or parts.fragment or "?" in value or "#" in value:
+            # A `?token=…` is an inline credential too, and nothing would send it.
+            raise ValueError(
+                "must hold no query or fragment: a token in it would be an inline credential "
+                "(secrets by reference only), and rypsok sends none to a proxy"
+            )
+        problem = inline_credential_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        if parts.path not in ("", "/"):
+            # The proxy is reached at its host and port only: a path would be ignored.
+            raise ValueError("must be scheme://host[:port] without a path")
+        if _proxy_host_problem(parts.hostname or ""):
+            raise ValueError("the host must be an IP address or an ASCII host name (xn-- for IDNs)")
         return value
 
 

@@ -424,6 +424,13 @@ def _check_value(spec: ToolSpec, param: Param, value: object) -> str | int | boo
         return value
     if not isinstance(value, str):
         raise _invalid(f"{name} must be a string.", parameter=name)
+    if not value.isascii() and not _is_scalar_text(value):
+        # JSON lets "\ud800" through; no URL, query or engine request can carry it.
+        raise _invalid(
+            f"{name} must be Unicode text; it holds a lone surrogate (U+D800 to U+DFFF), "
+            "which is not a character.",
+            parameter=name,
+        )
     if param.max_length is not None and len(value) > param.max_length:
         # The schema's maxLength counts code points of the value as sent (LIM-U1).
         raise _invalid(
@@ -437,6 +444,15 @@ def _check_value(spec: ToolSpec, param: Param, value: object) -> str | int | boo
             f"{name} must be one of: {valid}.", parameter=name, valid_values=list(param.enum)
         )
     return value
+
+
+def _is_scalar_text(value: str) -> bool:
+    """Whether every code point is a Unicode scalar value (LIM-U1), so UTF-8 can carry it."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 # A name the caller may see repeated: short plain ASCII, so it can carry no

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import email.utils
 import time
 from collections.abc import Mapping
@@ -12,7 +13,8 @@ from rypsok.core import limits
 def retry_after_ms(headers: Mapping[str, str]) -> int | None:
     """Retry-After in milliseconds, capped at LIM-B4; None when absent or malformed.
 
-    Both forms of RFC 9110 §10.2.3 are read: delta-seconds, and an HTTP-date,
+    Both forms of RFC 9110 §10.2.3 are read: delta-seconds, and an HTTP-date in
+    any of its three formats (IMF-fixdate, RFC 850, asctime),
     measured from the response's own Date header when it has one (so the
     provider's clock, not ours, decides) and from our clock otherwise.
     """
@@ -36,5 +38,7 @@ def _http_date(value: str) -> float | None:
     except (TypeError, ValueError, IndexError, OverflowError):  # a date no calendar holds
         return None
     if moment.tzinfo is None:
-        return None
+        # HTTP dates are UTC in all three forms (RFC 9110 §5.6.7); the asctime form
+        # (`Sun Nov  6 08:49:37 1994`), which a recipient must accept, names no zone.
+        moment = moment.replace(tzinfo=datetime.UTC)
     return moment.timestamp()

@@ -56,6 +56,7 @@ AGENT_CASES: list[tuple[str, str | None]] = [
     ("https://example.com:44x/", "url_syntax"),
     ("https://example.com\\@evil.com/", "url_syntax"),
     ("https://example.com/\\..\\x", "url_syntax"),
+    ("https://example.com/\ud800", "url_syntax"),  # a lone surrogate no encoding carries
     ("https://exa\tmple.com/", "url_host"),
     ("https://example.com/" + "a" * limits.URL_MAX_CHARS, "url_length"),
     # credentials and '@'
@@ -71,6 +72,7 @@ AGENT_CASES: list[tuple[str, str | None]] = [
     ("https://[::1%eth0]/", "url_host"),
     ("https://[v1.fe]/", "url_host"),
     ("https://[::1/", "url_host"),
+    ("https://exa\udc00mple.com/", "url_host"),
     ("https://１２７.０.０.１/", "url_host"),
     ("https://ｅｘａｍｐｌｅ.com/", "url_host"),
     ("https://example。com/", "url_host"),

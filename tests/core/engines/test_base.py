@@ -42,3 +42,19 @@ def test_retry_after_http_date_is_measured_from_the_response_date() -> None:
     assert retry_after_ms(headers) == 30_000
     assert retry_after_ms({**headers, "retry-after": "Wed, 21 Oct 2026 07:27:00 GMT"}) == 0
     assert retry_after_ms({**headers, "retry-after": "Thu, 21 Oct 2027 07:28:00 GMT"}) == 3_600_000
+
+
+@pytest.mark.req("REQ-CMP-002", "REQ-RES-002")
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Wed, 21 Oct 2026 07:28:30 GMT",
+        "Wednesday, 21-Oct-26 07:28:30 GMT",
+        "Wed Oct 21 07:28:30 2026",
+    ],
+    ids=["imf_fixdate", "rfc850", "asctime"],
+)
+def test_retry_after_reads_every_http_date_format(value: str) -> None:
+    """REQ-CMP-002: RFC 9110 §5.6.7 asks a recipient to accept all three date formats;
+    asctime names no zone and is UTC (it was read as malformed and the wait ignored)."""
+    assert retry_after_ms({"retry-after": value, "date": "Wed, 21 Oct 2026 07:28:00 GMT"}) == 30_000

@@ -99,6 +99,46 @@ async def test_an_over_long_redirect_location_ends_unavailable_not_internal() ->
     assert [r.path for r in server.requests if r.path != "/robots.txt"] == list(routes)
 
 
+@pytest.mark.req("REQ-FETCH-001", "REQ-FETCH-006", "REQ-ERR-002")
+async def test_a_location_no_url_parser_can_split_is_refused_not_internal() -> None:
+    """REQ-FETCH-006, REQ-ERR-002: `Location: http://[::1` (an authority urljoin cannot
+    split) is the site's malformed header: refused as a destination, never `internal`."""
+    routes = {
+        "/bracket": Route(status=302, headers={"location": "http://[::1"}),
+        "/port": Route(status=302, headers={"location": "https://[::1]:x/"}),
+    }
+    async with ProviderServer(routes) as server:
+        services = Services(fetch_config(server.base_url))
+        answers = [await fetch(services, server.url(path)) for path in routes]
+        await services.aclose()
+    for payload in answers:
+        error = payload["error"]
+        assert (error["kind"], error["detail"]["reason"]) == ("denied", "egress"), error
+
+
+@pytest.mark.req("REQ-MCP-004", "REQ-ERR-002", "REQ-FETCH-001")
+@pytest.mark.parametrize(
+    ("tool", "arguments", "parameter"),
+    [
+        ("web_fetch", {"url": "https://example.org/\ud800"}, "url"),
+        ("web_fetch", {"url": "https://exa\udc00mple.org/"}, "url"),
+        ("web_search", {"query": "tides \udfff today"}, "query"),
+    ],
+    ids=["fetch_path", "fetch_host", "search_query"],
+)
+async def test_a_lone_surrogate_is_an_invalid_request(
+    tool: str, arguments: dict[str, str], parameter: str
+) -> None:
+    """REQ-MCP-004: JSON can carry "\\ud800", which is no character (LIM-U1): the argument
+    is refused naming it, where it used to end in `internal` (fetch) or reach engines."""
+    services = Services(config_from({}))
+    payload, _ = await call_tool(services, tool, arguments)
+    await services.aclose()
+    error = payload["error"]
+    assert (error["kind"], error["detail"]["parameter"]) == ("invalid_request", parameter)
+    assert "surrogate" in error["message"]
+
+
 # -- scheme upgrade (REQ-FETCH-010) -----------------------------------------------------
 
 

@@ -194,7 +194,8 @@ class AgentProfile:
         raw_host = _raw_host(url[prefix.end() :])
         try:
             parsed = httpx2.URL(url)
-        except httpx2.InvalidURL:
+        except (httpx2.InvalidURL, UnicodeError):
+            # UnicodeError: a lone surrogate, which no encoding of a URL can carry.
             raise EgressDenied("url_host" if not raw_host.isascii() else "url_syntax") from None
         host = parsed.raw_host.decode("ascii")
         if not _same_reading(raw_host, host):

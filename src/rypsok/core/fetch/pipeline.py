@@ -261,7 +261,7 @@ class FetchPipeline:
         if len(location) > limits.URL_MAX_CHARS:
             raise long_redirect()
         try:
-            checked = self._egress.check_agent_url(urljoin(current.text, location.strip()))
+            checked = self._egress.check_agent_url(_joined(current.text, location))
             if checked.host != current.host:
                 # Named to the caller only if every address it resolves to passes.
                 remaining_ms = max(1, int((deadline - self._clock()) * 1000))
@@ -291,6 +291,18 @@ class FetchPipeline:
             )
         )
         return checked
+
+
+def _joined(base: str, location: str) -> str:
+    """The absolute URL a Location names; one urljoin cannot read is refused like bad notation.
+
+    urljoin raises ValueError on an authority it cannot split (`http://[::1`): that is
+    the site's malformed header, not rypsok's failure (REQ-FETCH-006).
+    """
+    try:
+        return urljoin(base, location.strip())
+    except ValueError:
+        raise EgressDenied("url_syntax") from None
 
 
 def https_for(url: str) -> str:

@@ -39,11 +39,12 @@ _NOT_IN_HOST = r"(?<![A-Za-z0-9.-])"
 _PEM_LABEL = r"(?:[A-Z0-9]{1,16}[ +]){0,3}PRIVATE[ +]KEY(?:[ +]BLOCK)?"
 _PEM_LINE_BREAK = r"(?:\s|\\[nr])*+"
 _FIELD_SEPARATOR = r"[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?"
-# A parameter value ends at the next `&`, `#`, `;`, `=` (base64 padding excepted) or
-# blank; one that opens with a quote ends at the next quote too (`api_key='…')`), and
-# the quotes belong to the syntax, not to the secret.
+# A parameter value ends at the next `&`, `#`, `;`, `?`, `=` (base64 padding excepted)
+# or blank (`?` starts the query after a path parameter: `;jsessionid=…?page=2`); one
+# that opens with a quote ends at the next quote too (`api_key='…')`), and the quotes
+# belong to the syntax, not to the secret.
 _PARAMETER_VALUE = (
-    r"(?:[\"'`](?P<quoted>[^&#;\s=\"'`]{1,2048}+={0,2})|(?P<value>[^&#;\s=]{1,2048}+={0,2}))"
+    r"(?:[\"'`](?P<quoted>[^&#;?\s=\"'`]{1,2048}+={0,2})|(?P<value>[^&#;?\s=]{1,2048}+={0,2}))"
 )
 
 
@@ -207,6 +208,12 @@ RULES: tuple[Rule, ...] = (
         _S + r"lin_api_(?P<body>[A-Za-z0-9]{40})" + _END_ALNUM,
         token(both_cases=True, digit=True),
     ),
+    # Linear's OAuth access tokens carry their own prefix and 64 hex digits.
+    _rule(
+        _K.LINEAR_API_KEY,
+        _S + r"lin_oauth_(?P<body>[0-9a-f]{64})" + _END_ALNUM,
+        token(digit=True),
+    ),
     _rule(
         _K.DOPPLER_TOKEN,
         _S
@@ -222,7 +229,14 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         _K.ATLASSIAN_API_TOKEN,
-        _S + r"ATATT3(?P<body>[A-Za-z0-9_=-]{150,250}+)" + r"(?![A-Za-z0-9_=-])",
+        # ATATT: a user's API token; ATCTT: an organization admin API key.
+        _S + r"AT[AC]TT3(?P<body>[A-Za-z0-9_=-]{150,250}+)" + r"(?![A-Za-z0-9_=-])",
+        token(both_cases=True, digit=True),
+    ),
+    # A Bitbucket app password, Atlassian's other prefixed secret.
+    _rule(
+        _K.ATLASSIAN_API_TOKEN,
+        _S + r"ATBB(?P<body>[A-Za-z0-9]{32})" + _END_ALNUM,
         token(both_cases=True, digit=True),
     ),
     _rule(
@@ -269,7 +283,7 @@ RULES: tuple[Rule, ...] = (
         _K.NEW_RELIC_KEY,
         _S
         + r"(?:NRAK-(?P<body>[A-Z0-9]{27})|NRII-(?P<insert>[A-Za-z0-9_-]{32})"
-        + r"|(?P<license>[0-9a-f]{36})NRAL)"
+        + r"|(?P<license>[0-9a-f]{36}|[a-z]{2}[0-9]{2}xx[0-9a-f]{30})NRAL)"
         + _END_B64URL,
         new_relic,
     ),
@@ -321,7 +335,9 @@ RULES: tuple[Rule, ...] = (
     # 2 and 3); the public part before it is not secret.
     _rule(
         _K.PRIVATE_KEY,
-        r"(?<![A-Za-z0-9-])Private-Lines:[ \t]*+[0-9]{1,4}+"
+        # Not inside a word, but right after a `\n` escape too: a key file pasted as one
+        # JSON string.
+        r"(?<!(?<!\\)[A-Za-z0-9-])Private-Lines:[ \t]*+[0-9]{1,4}+"
         + r"(?P<body>(?:"
         + _PEM_LINE_BREAK
         + r"[A-Za-z0-9+/=]++(?![-:]))*+)",
@@ -380,7 +396,9 @@ RULES: tuple[Rule, ...] = (
         + r"(?:access|auth|id|session|security|bearer|api|private|refresh|oauth)?[_-]?token"
         + r"|(?:api|access|auth|secret|private|session|subscription|license)?[_-]?key"
         + r"|(?:client|api|app|consumer|shared)?[_-]?secret"
-        + r"|pass(?:word|wd)?|auth|sig|signature|apikey|apitoken))"
+        + r"|pass(?:word|wd)?|auth|sig|signature|apikey|apitoken"
+        # Session identifiers in URLs are bearer credentials (`;jsessionid=`, `PHPSESSID=`).
+        + r"|(?:j|php|asp[_.]net[_-])?sess(?:ion)?[_-]?id))"
         + r"="
         + _PARAMETER_VALUE,
         generated_parameter,
