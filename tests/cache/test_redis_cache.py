@@ -14,6 +14,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from rypsok.core.cache.link import RETRY_S
+from rypsok.core.cache.shared import RETURNED_URL_TTL_S, SharedReturnedUrls
 from rypsok.core.services import Services
 from rypsok.mcp.server import build_server
 from tests.cache.redis_support import HMAC_KEY, RedisServer, redis_section
@@ -352,3 +353,29 @@ async def test_a_429_seen_just_before_shutdown_still_reaches_the_other_instances
     assert len(spacing) == 1
     state = redis_server.command("HGETALL", spacing[0].decode())
     assert int(state[b"factor"]) == 2 and int(state[b"blocked"]) > 0
+
+
+@pytest.mark.req("REQ-SEC-021", "REQ-CACHE-005")
+async def test_the_shared_returned_url_store_is_one_bounded_key(redis_server: RedisServer) -> None:
+    """REQ-SEC-021: many strict-mode searches add names to one set, never one key per URL.
+
+    The set keeps the newest `capacity` names (the process store's bound times
+    the instances), so Redis's key count does not grow with the searches; a
+    name pushed out is no longer fetchable through another instance, and no
+    URL shows in the clear.
+    """
+    config = config_from({"fetch": {"strict": True}, "cache": redis_section(redis_server)})
+    services = Services(config)
+    assert services.shared.link is not None and services.shared.layout is not None
+    store = SharedReturnedUrls(services.shared.link, services.shared.layout, capacity=5)
+    urls = [f"https://example.org/page/{n}" for n in range(12)]
+    for start in range(0, 12, 3):  # four searches of three results each
+        await store.remember(urls[start : start + 3])
+    dump = redis_server.dump()
+    (key,) = [key for key, _ in dump]
+    assert int(redis_server.command("ZCARD", key.decode())) == 5
+    assert 0 < int(redis_server.command("PTTL", key.decode())) <= RETURNED_URL_TTL_S * 1000
+    assert [await store.contains(url) for url in urls] == [False] * 7 + [True] * 5
+    for name, value in dump:
+        assert b"example.org" not in name and b"example.org" not in value
+    await services.aclose()
