@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import pathlib
 import signal
+import socket
 from typing import Any
 
 import anyio
@@ -169,7 +170,13 @@ async def test_a_retry_after_seen_by_one_instance_holds_back_the_other(
     async with ProviderServer(routes) as server:
         # The longest Redis deadline: on a loaded machine a first script load can pass
         # 500 ms, and a fallback to local spacing would hide what this test shows.
-        config = redis_config(server.base_url, redis_server, operation_ms=1_000)
+        config = config_from({
+            **engine_sections(server.base_url),
+            # The Redis steps before a request spend only the slack LIM-S5 leaves before
+            # the deadline: 3 s of it here, so the 1 s deadline applies in full.
+            "search": {"deadline_ms": 8_500},
+            "cache": redis_section(redis_server, operation_ms=1_000),
+        })  # fmt: skip
         instances = [Services(config) for _ in range(2)]
         outcomes = []
         for services in instances:
@@ -379,3 +386,56 @@ async def test_the_shared_returned_url_store_is_one_bounded_key(redis_server: Re
     for name, value in dump:
         assert b"example.org" not in name and b"example.org" not in value
     await services.aclose()
+
+
+@pytest.fixture
+def silent_redis() -> Any:
+    """A loopback TCP server that accepts connections and never answers: Redis hung."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    try:
+        yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+    finally:
+        listener.close()
+
+
+def url_section(directory: pathlib.Path, url: str, **cache: Any) -> dict[str, Any]:
+    """[cache] for the Redis backend at `url`, its secrets by file reference."""
+    for name, value in (("url", url), ("hmac", HMAC_KEY)):
+        (directory / name).write_text(value + "\n", encoding="utf-8")
+        (directory / name).chmod(0o600)
+    return {"backend": "redis", "redis_url": {"file": str(directory / "url")},
+            "hmac_key": {"file": str(directory / "hmac")}, **cache}  # fmt: skip
+
+
+@pytest.mark.req("REQ-CACHE-006", "REQ-TEST-010")
+async def test_a_hung_redis_never_costs_an_engine_its_answer_or_the_call_its_deadline(
+    silent_redis: str, tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """REQ-CACHE-006: Redis at its longest deadline (1 s) against engines that need 4.6 s.
+
+    Without a budget the lookup (1 s) plus the answer (4.6 s) pass the engines'
+    5.5 s and the search fails. The Redis steps before a request spend only
+    the slack LIM-S5 leaves (500 ms), the store only what is left before the
+    deadline: both engines answer and the call ends within LIM-S4, twice (the
+    second time Redis is marked lost: one log line).
+    """
+    caplog.set_level("INFO", logger="rypsok.cache")
+    routes = {p: Route.fixture(e, OK_FIXTURES[e], delay_s=4.6) for e, p in ENGINE_PATHS.items()}
+    async with ProviderServer(routes) as server:
+        cache = url_section(tmp_path, silent_redis, enabled=True, operation_ms=1_000)
+        config = config_from({**engine_sections(server.base_url), "cache": cache})
+        services = Services(config)
+        async with Client(build_server(services)) as client:
+            for n in range(2):
+                started = anyio.current_time()
+                result = await client.call_tool("web_search", {**QUERY, "query": f"hung {n}"})
+                elapsed = anyio.current_time() - started
+                payload = result.structured_content
+                # "ok", not "partial": every engine answered.
+                assert payload is not None and payload["outcome"] == "ok", payload
+                assert elapsed < config.search.deadline_ms / 1000, elapsed
+        await services.aclose()
+    assert redis_events(caplog, "redis_lost") == 1
+    assert services.metrics.shared_state_fallbacks["cache_get"] >= 2

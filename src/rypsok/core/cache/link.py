@@ -27,7 +27,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
-from rypsok.core import logs
+from rypsok.core import limits, logs
 from rypsok.core.cache.entries import SharedStateUnavailable
 from rypsok.core.metrics import Metrics
 
@@ -35,6 +35,9 @@ log = logging.getLogger("rypsok.cache")
 
 # How long a lost Redis is left alone before one operation tries it again.
 RETRY_S: Final = 2.0
+# A Redis that has not answered in this long is slow, whatever deadline the call gave
+# it: the shortest LIM-K4 an operator may set (a healthy one answers in under 1 ms).
+_SLOW_S: Final = limits.REDIS_OPERATION_RANGE[0] / 1000.0
 
 T = TypeVar("T")
 
@@ -66,15 +69,39 @@ class RedisLink:
         self.lost = False
         self._retry_at = 0.0
 
-    async def run(self, what: str, operation: Callable[[aioredis.Redis], Awaitable[T]]) -> T:
-        """The operation's result, or SharedStateUnavailable within the deadline."""
+    async def run(
+        self,
+        what: str,
+        operation: Callable[[aioredis.Redis], Awaitable[T]],
+        *,
+        budget_s: float | None = None,
+    ) -> T:
+        """The operation's result, or SharedStateUnavailable within the deadline.
+
+        `budget_s`: what the call can spare for this operation, when that is
+        less than LIM-K4 (a lookup before an engine request may only spend the
+        slack the engine's own timeout leaves before the search deadline). An
+        operation cut by a budget shorter than the shortest LIM-K4 falls back
+        and is counted but leaves the circuit as it was: so little time says
+        nothing about Redis's health.
+        """
         if self.lost and self._clock() < self._retry_at:
             self._fell_back(what)
             raise SharedStateUnavailable(what)
+        timeout_s = self.deadline_s if budget_s is None else min(self.deadline_s, budget_s)
+        if timeout_s <= 0:
+            self._fell_back(what)
+            raise SharedStateUnavailable(what)
         try:
-            with anyio.fail_after(self.deadline_s):
+            with anyio.fail_after(timeout_s):
                 result = await operation(self.client)
-        except (TimeoutError, RedisError, OSError) as exc:
+        except TimeoutError as exc:
+            if timeout_s < _SLOW_S:  # too short a budget to tell a slow Redis: no verdict
+                self._fell_back(what)
+            else:
+                self._failed(what, exc)
+            raise SharedStateUnavailable(what) from None
+        except (RedisError, OSError) as exc:
             self._failed(what, exc)
             raise SharedStateUnavailable(what) from None
         if self.lost:

@@ -50,7 +50,6 @@ from rypsok.core.engines.queue import (
 from rypsok.core.invocation import WINDOW_S, InvocationLimiter
 
 if TYPE_CHECKING:
-
     from rypsok.core.cache.link import RedisLink
 
 # How long a returned URL stays fetchable through another instance in strict mode.
@@ -201,6 +200,7 @@ class SharedEngineQueue(EngineQueue):
         link: RedisLink,
         key: str,
         instances: int,
+        request_s: float,
         background: _Background,
         min_interval_ms: int,
         max_concurrency: int,
@@ -212,6 +212,7 @@ class SharedEngineQueue(EngineQueue):
         self._link = link
         self._key = key
         self._instances = instances
+        self._request_s = request_s
         self._background = background
         self._reserve_script = link.script(_RESERVE)
         self._adjust_script = link.script(_ADJUST)
@@ -227,7 +228,11 @@ class SharedEngineQueue(EngineQueue):
                 floor_ms]  # fmt: skip
         try:
             wait_ms, factor = await self._link.run(
-                "spacing", lambda _: self._reserve_script([self._key], args)
+                "spacing",
+                lambda _: self._reserve_script([self._key], args),
+                # Only the slack the engine's timeout leaves: a slow Redis may cost
+                # the shared reservation (local spacing x instances), never the answer.
+                budget_s=deadline - self._request_s - now,
             )
         except SharedStateUnavailable:
             return self._reserve_alone(deadline)
@@ -279,10 +284,18 @@ class SharedEngineQueue(EngineQueue):
 class SpacingFactory:
     """The `QueueFactory` of the search pipeline for a deployment of `instances` processes."""
 
-    def __init__(self, link: RedisLink | None, layout: KeyLayout | None, instances: int) -> None:
+    def __init__(
+        self,
+        link: RedisLink | None,
+        layout: KeyLayout | None,
+        instances: int,
+        *,
+        request_s: float = 0.0,  # LIM-S5: what the request itself needs of the deadline
+    ) -> None:
         self._link = link
         self._layout = layout
         self._instances = instances
+        self._request_s = request_s
         self._background = _Background()
 
     async def drain(self, timeout_s: float) -> None:
@@ -306,6 +319,7 @@ class SpacingFactory:
             link=self._link,
             key=self._layout.spacing(driver.id, driver.endpoint),
             instances=self._instances,
+            request_s=self._request_s,
             background=self._background,
             min_interval_ms=min_interval_ms,
             max_concurrency=max_concurrency,
