@@ -362,7 +362,7 @@ async def test_a_429_seen_just_before_shutdown_still_reaches_the_other_instances
     assert int(state[b"factor"]) == 2 and int(state[b"blocked"]) > 0
 
 
-@pytest.mark.req("REQ-SEC-021", "REQ-CACHE-005")
+@pytest.mark.req("REQ-SEC-021")
 async def test_the_shared_returned_url_store_is_one_bounded_key(redis_server: RedisServer) -> None:
     """REQ-SEC-021: many strict-mode searches add names to one set, never one key per URL.
 
@@ -371,7 +371,8 @@ async def test_the_shared_returned_url_store_is_one_bounded_key(redis_server: Re
     name pushed out is no longer fetchable through another instance, and no
     URL shows in the clear.
     """
-    config = config_from({"fetch": {"strict": True}, "cache": redis_section(redis_server)})
+    cache = redis_section(redis_server, key_prefix="team-a:")
+    config = config_from({"fetch": {"strict": True}, "cache": cache})
     services = Services(config)
     assert services.shared.link is not None and services.shared.layout is not None
     store = SharedReturnedUrls(services.shared.link, services.shared.layout, capacity=5)
@@ -380,6 +381,7 @@ async def test_the_shared_returned_url_store_is_one_bounded_key(redis_server: Re
         await store.remember(urls[start : start + 3])
     dump = redis_server.dump()
     (key,) = [key for key, _ in dump]
+    assert key.startswith(b"team-a:u:")  # [cache] key_prefix names every key
     assert int(redis_server.command("ZCARD", key.decode())) == 5
     assert 0 < int(redis_server.command("PTTL", key.decode())) <= RETURNED_URL_TTL_S * 1000
     assert [await store.contains(url) for url in urls] == [False] * 7 + [True] * 5
