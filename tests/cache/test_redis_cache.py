@@ -441,3 +441,39 @@ async def test_a_hung_redis_never_costs_an_engine_its_answer_or_the_call_its_dea
         await services.aclose()
     assert redis_events(caplog, "redis_lost") == 1
     assert services.metrics.shared_state_fallbacks["cache_get"] >= 2
+
+
+@pytest.mark.req("REQ-CACHE-006", "REQ-TEST-010")
+async def test_redis_killed_while_searches_are_in_flight(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """REQ-CACHE-006: six searches in flight when redis-server dies (SIGKILL).
+
+    Their lookups and reservations went to Redis, their stores meet it gone:
+    every search still ends in time with every engine's live answer, and one
+    line says Redis was lost, not one per search or per operation.
+    """
+    caplog.set_level("INFO", logger="rypsok.cache")
+    routes = {p: Route.fixture(e, OK_FIXTURES[e], delay_s=0.4) for e, p in ENGINE_PATHS.items()}
+    async with ProviderServer(routes) as server:
+        config = redis_config(server.base_url, redis_server, enabled=True)
+        services = Services(config)
+        outcomes: list[tuple[str, float]] = []
+
+        async def search(client: Client, n: int) -> None:
+            started = anyio.current_time()
+            result = await client.call_tool("web_search", {**QUERY, "query": f"in flight {n}"})
+            assert result.structured_content is not None
+            outcomes.append((result.structured_content["outcome"], anyio.current_time() - started))
+
+        async with Client(build_server(services)) as client, anyio.create_task_group() as group:
+            for n in range(6):
+                group.start_soon(search, client, n)
+            await anyio.sleep(0.2)  # every search is waiting for its engines now
+            redis_server.kill()
+        await services.aclose()
+    assert len(server.requests_to(WIKIPEDIA)) == 6
+    assert [outcome for outcome, _ in outcomes] == ["ok"] * 6
+    assert max(elapsed for _, elapsed in outcomes) < config.search.deadline_ms / 1000
+    assert redis_events(caplog, "redis_lost") == 1
+    assert services.metrics.shared_state_fallbacks["cache_put"] >= 1
