@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 import pathlib
+import shutil
 import signal
 import socket
+import tempfile
 from typing import Any
 
 import anyio
@@ -477,3 +479,37 @@ async def test_redis_killed_while_searches_are_in_flight(
     assert max(elapsed for _, elapsed in outcomes) < config.search.deadline_ms / 1000
     assert redis_events(caplog, "redis_lost") == 1
     assert services.metrics.shared_state_fallbacks["cache_put"] >= 1
+
+
+@pytest.mark.req("REQ-CACHE-006", "REQ-CFG-004", "REQ-TEST-010")
+async def test_a_redis_with_a_password_is_used_with_it_and_skipped_without_it(
+    providers: ProviderServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """REQ-CFG-004, REQ-CACHE-006: requirepass, the password in the URL given by reference.
+
+    With the right password the repeat is answered from Redis; with a wrong
+    one Redis refuses every command, searches go on live, one line says Redis
+    was lost, and no log record shows either password.
+    """
+    caplog.set_level("DEBUG")
+    directory = pathlib.Path(tempfile.mkdtemp(prefix="rk"))
+    server = RedisServer(directory, password="synthetic-redis-password")
+    server.start()
+    try:
+        for password in ("synthetic-redis-password", "synthetic-wrong-password"):
+            cache = url_section(directory, f"unix://:{password}@{server.socket}", enabled=True)
+            services = Services(
+                config_from({**engine_sections(providers.base_url), "cache": cache})
+            )
+            first, second = await search_twice(services)
+            assert first["outcome"] == second["outcome"] == "ok"
+            answered = len(cache_notices(second))
+            assert answered == (1 if password.endswith("redis-password") else 0)
+    finally:
+        server.kill()
+        shutil.rmtree(directory, ignore_errors=True)
+    assert asked(providers, WIKIPEDIA) == 3  # once with the password, twice without
+    assert redis_events(caplog, "redis_lost") == 1
+    for record in caplog.records:
+        shown = f"{record.getMessage()} {record.__dict__}"
+        assert "synthetic-redis-password" not in shown and "synthetic-wrong" not in shown

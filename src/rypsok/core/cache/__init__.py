@@ -83,9 +83,7 @@ class SharedState:
         )
         return cls(
             redis_cache,
-            SpacingFactory(
-                link, layout, instances, request_s=config.search.engine_timeout_ms / 1000.0
-            ),
+            SpacingFactory(link, layout, instances),
             # Returned URLs are kept in Redis only where strict mode reads them.
             SharedReturnedUrls(link, layout, capacity=RETURNED_URLS_KEPT * instances)
             if config.fetch.strict

@@ -200,7 +200,6 @@ class SharedEngineQueue(EngineQueue):
         link: RedisLink,
         key: str,
         instances: int,
-        request_s: float,
         background: _Background,
         min_interval_ms: int,
         max_concurrency: int,
@@ -212,7 +211,6 @@ class SharedEngineQueue(EngineQueue):
         self._link = link
         self._key = key
         self._instances = instances
-        self._request_s = request_s
         self._background = background
         self._reserve_script = link.script(_RESERVE)
         self._adjust_script = link.script(_ADJUST)
@@ -227,12 +225,13 @@ class SharedEngineQueue(EngineQueue):
         args = [self.min_interval_ms, SPACING_MARGIN_MS, max(0, left_ms), SPACING_STATE_TTL_MS,
                 floor_ms]  # fmt: skip
         try:
+            # The full LIM-K4, not the call's slack: a request queued behind others has
+            # spent its slack, and falling back then would drop the shared spacing just
+            # when instances compete (REQ-CMP-002 before the call's time). Once Redis
+            # is lost the circuit answers at once, so a hung Redis costs this at most
+            # once per retry.
             wait_ms, factor = await self._link.run(
-                "spacing",
-                lambda _: self._reserve_script([self._key], args),
-                # Only the slack the engine's timeout leaves: a slow Redis may cost
-                # the shared reservation (local spacing x instances), never the answer.
-                budget_s=deadline - self._request_s - now,
+                "spacing", lambda _: self._reserve_script([self._key], args)
             )
         except SharedStateUnavailable:
             return self._reserve_alone(deadline)
@@ -284,18 +283,10 @@ class SharedEngineQueue(EngineQueue):
 class SpacingFactory:
     """The `QueueFactory` of the search pipeline for a deployment of `instances` processes."""
 
-    def __init__(
-        self,
-        link: RedisLink | None,
-        layout: KeyLayout | None,
-        instances: int,
-        *,
-        request_s: float = 0.0,  # LIM-S5: what the request itself needs of the deadline
-    ) -> None:
+    def __init__(self, link: RedisLink | None, layout: KeyLayout | None, instances: int) -> None:
         self._link = link
         self._layout = layout
         self._instances = instances
-        self._request_s = request_s
         self._background = _Background()
 
     async def drain(self, timeout_s: float) -> None:
@@ -319,7 +310,6 @@ class SpacingFactory:
             link=self._link,
             key=self._layout.spacing(driver.id, driver.endpoint),
             instances=self._instances,
-            request_s=self._request_s,
             background=self._background,
             min_interval_ms=min_interval_ms,
             max_concurrency=max_concurrency,
