@@ -299,6 +299,10 @@ async def test_a_redis_restarted_empty_does_not_let_an_instance_break_its_own_sp
         await client.call_tool("web_search", {**QUERY, "query": "once back"})
     await services.aclose()
     assert services.shared.link is not None and not services.shared.link.lost
+    # backend = "redis" without enabled shares spacing only: no entry is stored.
+    assert not [
+        key for key, _ in redis_server.dump() if key.startswith((b"rypsok:c", b"rypsok:ci"))
+    ]
     first, second = (r.arrived for r in providers.requests_to(WIKIPEDIA))
     assert second - first >= 3.0, second - first
 
