@@ -24,9 +24,10 @@ HMAC_KEY = "synthetic-hmac-key-for-tests-0123456789"
 
 
 class RedisServer:
-    def __init__(self, directory: pathlib.Path) -> None:
+    def __init__(self, directory: pathlib.Path, *, password: str | None = None) -> None:
         self.directory = directory
         self.socket = directory / "redis.sock"
+        self.password = password  # requirepass: clients must authenticate
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -39,7 +40,8 @@ class RedisServer:
             pytest.fail("redis-server is missing: apt-get install redis-server (see README)")
         self.process = subprocess.Popen(
             [binary, "--port", "0", "--unixsocket", str(self.socket), "--unixsocketperm", "700",
-             "--save", "", "--appendonly", "no", "--dir", str(self.directory)],
+             "--save", "", "--appendonly", "no", "--dir", str(self.directory),
+             *(["--requirepass", self.password] if self.password else [])],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
@@ -50,7 +52,7 @@ class RedisServer:
             with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as probe:
                 probe.connect(str(self.socket))
                 probe.sendall(b"PING\r\n")
-                if probe.recv(16).startswith(b"+PONG"):
+                if probe.recv(16).startswith((b"+PONG", b"-NOAUTH")):  # up, with a password
                     return
             time.sleep(0.02)
         pytest.fail("redis-server did not answer within 10 s")
@@ -66,7 +68,7 @@ class RedisServer:
         """One command over a fresh synchronous client (the test's view of Redis)."""
         import redis  # noqa: PLC0415
 
-        with redis.Redis(unix_socket_path=str(self.socket)) as client:
+        with redis.Redis(unix_socket_path=str(self.socket), password=self.password) as client:
             return client.execute_command(*args)
 
     def dump(self) -> list[tuple[bytes, bytes]]:
@@ -74,7 +76,7 @@ class RedisServer:
         import redis  # noqa: PLC0415
 
         rows = []
-        with redis.Redis(unix_socket_path=str(self.socket)) as client:
+        with redis.Redis(unix_socket_path=str(self.socket), password=self.password) as client:
             for key in client.scan_iter():
                 kind = client.type(key)
                 if kind == b"string":

@@ -63,7 +63,9 @@ def asked(server: ProviderServer, path: str) -> int:
 
 
 def without_notices(payload: dict[str, Any]) -> str:
-    return json.dumps({k: v for k, v in payload.items() if k != "notices"}, sort_keys=True)
+    """The payload minus the cache's own notice (CLR-11): every other byte must match."""
+    notices = [n for n in payload["notices"] if n["code"] != "answered_from_cache"]
+    return json.dumps({**payload, "notices": notices}, sort_keys=True)
 
 
 def cache_notices(payload: dict[str, Any]) -> list[str]:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import itertools
 import pathlib
+import shutil
 import signal
+import socket
+import tempfile
 from typing import Any
 
 import anyio
@@ -14,6 +17,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from rypsok.core.cache.link import RETRY_S
+from rypsok.core.cache.shared import RETURNED_URL_TTL_S, SharedReturnedUrls
 from rypsok.core.services import Services
 from rypsok.mcp.server import build_server
 from tests.cache.redis_support import HMAC_KEY, RedisServer, redis_section
@@ -168,7 +172,13 @@ async def test_a_retry_after_seen_by_one_instance_holds_back_the_other(
     async with ProviderServer(routes) as server:
         # The longest Redis deadline: on a loaded machine a first script load can pass
         # 500 ms, and a fallback to local spacing would hide what this test shows.
-        config = redis_config(server.base_url, redis_server, operation_ms=1_000)
+        config = config_from({
+            **engine_sections(server.base_url),
+            # The Redis steps before a request spend only the slack LIM-S5 leaves before
+            # the deadline: 3 s of it here, so the 1 s deadline applies in full.
+            "search": {"deadline_ms": 8_500},
+            "cache": redis_section(redis_server, operation_ms=1_000),
+        })  # fmt: skip
         instances = [Services(config) for _ in range(2)]
         outcomes = []
         for services in instances:
@@ -289,6 +299,10 @@ async def test_a_redis_restarted_empty_does_not_let_an_instance_break_its_own_sp
         await client.call_tool("web_search", {**QUERY, "query": "once back"})
     await services.aclose()
     assert services.shared.link is not None and not services.shared.link.lost
+    # backend = "redis" without enabled shares spacing only: no entry is stored.
+    assert not [
+        key for key, _ in redis_server.dump() if key.startswith((b"rypsok:c", b"rypsok:ci"))
+    ]
     first, second = (r.arrived for r in providers.requests_to(WIKIPEDIA))
     assert second - first >= 3.0, second - first
 
@@ -352,3 +366,154 @@ async def test_a_429_seen_just_before_shutdown_still_reaches_the_other_instances
     assert len(spacing) == 1
     state = redis_server.command("HGETALL", spacing[0].decode())
     assert int(state[b"factor"]) == 2 and int(state[b"blocked"]) > 0
+
+
+@pytest.mark.req("REQ-SEC-021")
+async def test_the_shared_returned_url_store_is_one_bounded_key(redis_server: RedisServer) -> None:
+    """REQ-SEC-021: many strict-mode searches add names to one set, never one key per URL.
+
+    The set keeps the newest `capacity` names (the process store's bound times
+    the instances), so Redis's key count does not grow with the searches; a
+    name pushed out is no longer fetchable through another instance, and no
+    URL shows in the clear.
+    """
+    cache = redis_section(redis_server, key_prefix="team-a:")
+    config = config_from({"fetch": {"strict": True}, "cache": cache})
+    services = Services(config)
+    assert services.shared.link is not None and services.shared.layout is not None
+    store = SharedReturnedUrls(services.shared.link, services.shared.layout, capacity=5)
+    urls = [f"https://example.org/page/{n}" for n in range(12)]
+    for start in range(0, 12, 3):  # four searches of three results each
+        await store.remember(urls[start : start + 3])
+    dump = redis_server.dump()
+    (key,) = [key for key, _ in dump]
+    assert key.startswith(b"team-a:u:")  # [cache] key_prefix names every key
+    assert int(redis_server.command("ZCARD", key.decode())) == 5
+    assert 0 < int(redis_server.command("PTTL", key.decode())) <= RETURNED_URL_TTL_S * 1000
+    assert [await store.contains(url) for url in urls] == [False] * 7 + [True] * 5
+    for name, value in dump:
+        assert b"example.org" not in name and b"example.org" not in value
+    await services.aclose()
+
+
+@pytest.fixture
+def silent_redis() -> Any:
+    """A loopback TCP server that accepts connections and never answers: Redis hung."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    try:
+        yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+    finally:
+        listener.close()
+
+
+def url_section(directory: pathlib.Path, url: str, **cache: Any) -> dict[str, Any]:
+    """[cache] for the Redis backend at `url`, its secrets by file reference."""
+    for name, value in (("url", url), ("hmac", HMAC_KEY)):
+        (directory / name).write_text(value + "\n", encoding="utf-8")
+        (directory / name).chmod(0o600)
+    return {"backend": "redis", "redis_url": {"file": str(directory / "url")},
+            "hmac_key": {"file": str(directory / "hmac")}, **cache}  # fmt: skip
+
+
+@pytest.mark.req("REQ-CACHE-006", "REQ-TEST-010")
+async def test_a_hung_redis_never_costs_an_engine_its_answer_or_the_call_its_deadline(
+    silent_redis: str, tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """REQ-CACHE-006: Redis at its longest deadline (1 s) against engines that need 4.6 s.
+
+    Without a budget the lookup (1 s) plus the answer (4.6 s) pass the engines'
+    5.5 s and the search fails. The Redis steps before a request spend only
+    the slack LIM-S5 leaves (500 ms), the store only what is left before the
+    deadline: both engines answer and the call ends within LIM-S4, twice (the
+    second time Redis is marked lost: one log line).
+    """
+    caplog.set_level("INFO", logger="rypsok.cache")
+    routes = {p: Route.fixture(e, OK_FIXTURES[e], delay_s=4.6) for e, p in ENGINE_PATHS.items()}
+    async with ProviderServer(routes) as server:
+        cache = url_section(tmp_path, silent_redis, enabled=True, operation_ms=1_000)
+        config = config_from({**engine_sections(server.base_url), "cache": cache})
+        services = Services(config)
+        async with Client(build_server(services)) as client:
+            for n in range(2):
+                started = anyio.current_time()
+                result = await client.call_tool("web_search", {**QUERY, "query": f"hung {n}"})
+                elapsed = anyio.current_time() - started
+                payload = result.structured_content
+                # "ok", not "partial": every engine answered.
+                assert payload is not None and payload["outcome"] == "ok", payload
+                assert elapsed < config.search.deadline_ms / 1000, elapsed
+        await services.aclose()
+    assert redis_events(caplog, "redis_lost") == 1
+    assert services.metrics.shared_state_fallbacks["cache_get"] >= 2
+
+
+@pytest.mark.req("REQ-CACHE-006", "REQ-TEST-010")
+async def test_redis_killed_while_searches_are_in_flight(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """REQ-CACHE-006: six searches in flight when redis-server dies (SIGKILL).
+
+    Their lookups and reservations went to Redis, their stores meet it gone:
+    every search still ends in time with every engine's live answer, and one
+    line says Redis was lost, not one per search or per operation.
+    """
+    caplog.set_level("INFO", logger="rypsok.cache")
+    routes = {p: Route.fixture(e, OK_FIXTURES[e], delay_s=0.4) for e, p in ENGINE_PATHS.items()}
+    async with ProviderServer(routes) as server:
+        config = redis_config(server.base_url, redis_server, enabled=True)
+        services = Services(config)
+        outcomes: list[tuple[str, float]] = []
+
+        async def search(client: Client, n: int) -> None:
+            started = anyio.current_time()
+            result = await client.call_tool("web_search", {**QUERY, "query": f"in flight {n}"})
+            assert result.structured_content is not None
+            outcomes.append((result.structured_content["outcome"], anyio.current_time() - started))
+
+        async with Client(build_server(services)) as client, anyio.create_task_group() as group:
+            for n in range(6):
+                group.start_soon(search, client, n)
+            await anyio.sleep(0.2)  # every search is waiting for its engines now
+            redis_server.kill()
+        await services.aclose()
+    assert len(server.requests_to(WIKIPEDIA)) == 6
+    assert [outcome for outcome, _ in outcomes] == ["ok"] * 6
+    assert max(elapsed for _, elapsed in outcomes) < config.search.deadline_ms / 1000
+    assert redis_events(caplog, "redis_lost") == 1
+    assert services.metrics.shared_state_fallbacks["cache_put"] >= 1
+
+
+@pytest.mark.req("REQ-CACHE-006", "REQ-CFG-004", "REQ-TEST-010")
+async def test_a_redis_with_a_password_is_used_with_it_and_skipped_without_it(
+    providers: ProviderServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """REQ-CFG-004, REQ-CACHE-006: requirepass, the password in the URL given by reference.
+
+    With the right password the repeat is answered from Redis; with a wrong
+    one Redis refuses every command, searches go on live, one line says Redis
+    was lost, and no log record shows either password.
+    """
+    caplog.set_level("DEBUG")
+    directory = pathlib.Path(tempfile.mkdtemp(prefix="rk"))
+    server = RedisServer(directory, password="synthetic-redis-password")
+    server.start()
+    try:
+        for password in ("synthetic-redis-password", "synthetic-wrong-password"):
+            cache = url_section(directory, f"unix://:{password}@{server.socket}", enabled=True)
+            services = Services(
+                config_from({**engine_sections(providers.base_url), "cache": cache})
+            )
+            first, second = await search_twice(services)
+            assert first["outcome"] == second["outcome"] == "ok"
+            answered = len(cache_notices(second))
+            assert answered == (1 if password.endswith("redis-password") else 0)
+    finally:
+        server.kill()
+        shutil.rmtree(directory, ignore_errors=True)
+    assert asked(providers, WIKIPEDIA) == 3  # once with the password, twice without
+    assert redis_events(caplog, "redis_lost") == 1
+    for record in caplog.records:
+        shown = f"{record.getMessage()} {record.__dict__}"
+        assert "synthetic-redis-password" not in shown and "synthetic-wrong" not in shown

@@ -197,13 +197,13 @@ class CountedCache:
         self._cache = cache
         self._metrics = metrics
 
-    async def get(self, scope: EntryScope) -> CachedHits | None:
-        found = await self._cache.get(scope)
+    async def get(self, scope: EntryScope, *, budget_s: float) -> CachedHits | None:
+        found = await self._cache.get(scope, budget_s=budget_s)
         self._metrics.cache_event(scope.engine, "miss" if found is None else "hit")
         return found
 
-    async def put(self, scope: EntryScope, hits: tuple[RawHit, ...]) -> None:
-        await self._cache.put(scope, hits)
+    async def put(self, scope: EntryScope, hits: tuple[RawHit, ...], *, budget_s: float) -> None:
+        await self._cache.put(scope, hits, budget_s=budget_s)
         self._metrics.cache_event(scope.engine, "store")
 
 

@@ -78,12 +78,12 @@ class _HangingFor:
         self.engine = engine
         self.stored: list[str] = []
 
-    async def get(self, scope: EntryScope) -> CachedHits | None:
+    async def get(self, scope: EntryScope, *, budget_s: float) -> CachedHits | None:
         if scope.engine == self.engine:
             await anyio.sleep_forever()
         return None
 
-    async def put(self, scope: EntryScope, hits: tuple[RawHit, ...]) -> None:
+    async def put(self, scope: EntryScope, hits: tuple[RawHit, ...], *, budget_s: float) -> None:
         self.stored.append(scope.engine)
 
 

@@ -30,6 +30,7 @@ from rypsok.core.cache.shared import (
     SpacingFactory,
 )
 from rypsok.core.config import Config, ConfigError
+from rypsok.core.fetch.returned import RETURNED_URLS_KEPT
 from rypsok.core.invocation import InvocationLimiter
 from rypsok.core.metrics import Metrics
 
@@ -84,7 +85,9 @@ class SharedState:
             redis_cache,
             SpacingFactory(link, layout, instances),
             # Returned URLs are kept in Redis only where strict mode reads them.
-            SharedReturnedUrls(link, layout) if config.fetch.strict else None,
+            SharedReturnedUrls(link, layout, capacity=RETURNED_URLS_KEPT * instances)
+            if config.fetch.strict
+            else None,
             link,
             layout,
         )

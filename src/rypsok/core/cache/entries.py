@@ -48,11 +48,18 @@ class CachedHits:
 
 
 class AnswerCache(Protocol):
-    """A result cache. Both methods end within their deadline and never raise."""
+    """A result cache. Both methods end within their deadline and never raise.
 
-    async def get(self, scope: EntryScope) -> CachedHits | None: ...
+    `budget_s` is what the call can spare for the step (REQ-CACHE-006): a
+    shared cache ends within the smaller of it and LIM-K4, as a miss or a
+    store not made; the in-process cache never waits.
+    """
 
-    async def put(self, scope: EntryScope, hits: tuple[RawHit, ...]) -> None: ...
+    async def get(self, scope: EntryScope, *, budget_s: float) -> CachedHits | None: ...
+
+    async def put(
+        self, scope: EntryScope, hits: tuple[RawHit, ...], *, budget_s: float
+    ) -> None: ...
 
 
 class Namespaces:

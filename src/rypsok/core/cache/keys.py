@@ -13,7 +13,8 @@ Kinds:
     ci  the entries of one caller namespace, oldest first       (sorted set, bounds LIM-K3)
     s   one engine's spacing state: next start, factor, pauses  (hash)
     l   one caller's admitted calls of one tool, last minute    (sorted set)
-    u   one URL rypsok returned (strict mode, REQ-SEC-021)      (string, PX)
+    u   the URLs rypsok returned (strict mode, REQ-SEC-021)     (sorted set of HMAC names,
+        one per deployment, bounded and trimmed to their lifetime)
 """
 
 from __future__ import annotations
@@ -78,8 +79,12 @@ class KeyLayout:
     def calls(self, caller: str, tool: str) -> str:
         return self._name("l", [caller, tool])
 
+    def returned_urls(self) -> str:
+        return self._name("u", ["returned urls"])
+
     def returned_url(self, url: str) -> str:
-        return self._name("u", [url])
+        """A member of `returned_urls()`: the URL's HMAC, never the URL."""
+        return self._name("r", [url]).removeprefix(self.prefix)
 
 
 class Sealer:

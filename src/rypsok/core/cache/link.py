@@ -27,7 +27,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
-from rypsok.core import logs
+from rypsok.core import limits, logs
 from rypsok.core.cache.entries import SharedStateUnavailable
 from rypsok.core.metrics import Metrics
 
@@ -35,6 +35,9 @@ log = logging.getLogger("rypsok.cache")
 
 # How long a lost Redis is left alone before one operation tries it again.
 RETRY_S: Final = 2.0
+# A Redis that has not answered in this long is slow, whatever deadline the call gave
+# it: the shortest LIM-K4 an operator may set (a healthy one answers in under 1 ms).
+_SLOW_S: Final = limits.REDIS_OPERATION_RANGE[0] / 1000.0
 
 T = TypeVar("T")
 
@@ -65,16 +68,45 @@ class RedisLink:
         self._retry_s = retry_s
         self.lost = False
         self._retry_at = 0.0
+        self._scripts: list[str] = []
+        self._loaded = False  # this Redis knows every script (see `_first_contact`)
+        self._contacting = anyio.Lock()  # one first contact, however many calls wait
 
-    async def run(self, what: str, operation: Callable[[aioredis.Redis], Awaitable[T]]) -> T:
-        """The operation's result, or SharedStateUnavailable within the deadline."""
+    async def run(
+        self,
+        what: str,
+        operation: Callable[[aioredis.Redis], Awaitable[T]],
+        *,
+        budget_s: float | None = None,
+    ) -> T:
+        """The operation's result, or SharedStateUnavailable within the deadline.
+
+        `budget_s`: what the call can spare for this operation, when that is
+        less than LIM-K4 (a lookup before an engine request may only spend the
+        slack the engine's own timeout leaves before the search deadline). An
+        operation cut by a budget shorter than the shortest LIM-K4 falls back
+        and is counted but leaves the circuit as it was: so little time says
+        nothing about Redis's health.
+        """
         if self.lost and self._clock() < self._retry_at:
             self._fell_back(what)
             raise SharedStateUnavailable(what)
+        timeout_s = self.deadline_s if budget_s is None else min(self.deadline_s, budget_s)
+        if timeout_s <= 0:
+            self._fell_back(what)
+            raise SharedStateUnavailable(what)
         try:
-            with anyio.fail_after(self.deadline_s):
+            if not self._loaded:
+                timeout_s = await self._first_contact(timeout_s, budget_s)
+            with anyio.fail_after(timeout_s):
                 result = await operation(self.client)
-        except (TimeoutError, RedisError, OSError) as exc:
+        except TimeoutError as exc:
+            if timeout_s < _SLOW_S:  # too short a budget to tell a slow Redis: no verdict
+                self._fell_back(what)
+            else:
+                self._failed(what, exc)
+            raise SharedStateUnavailable(what) from None
+        except (RedisError, OSError) as exc:
             self._failed(what, exc)
             raise SharedStateUnavailable(what) from None
         if self.lost:
@@ -82,7 +114,32 @@ class RedisLink:
             logs.event(log, "redis_back", logging.INFO, operation=what)
         return result
 
+    async def _first_contact(self, timeout_s: float, budget_s: float | None) -> float:
+        """Connect and load every script, under a LIM-K4 of its own, before the operation.
+
+        Otherwise the first operation of each script pays connecting, a refused
+        EVALSHA and SCRIPT LOAD within one deadline: on a busy host that passes
+        LIM-K4, and N instances starting together would each fall back to local
+        spacing at the very moment they compete. Done again after a failure: a
+        restarted Redis has forgotten the scripts. Within a call's budget the
+        two share it; the timeout left for the operation is returned.
+        """
+        started = self._clock()
+        with anyio.fail_after(timeout_s):
+            async with self._contacting:
+                if not self._loaded:  # else made by another call while this one waited
+                    async with self.client.pipeline(transaction=False) as pipe:
+                        for source in self._scripts:
+                            pipe.script_load(source)
+                        await pipe.execute()
+                    self._loaded = True
+        if budget_s is None:
+            return self.deadline_s
+        # Not below the circuit's threshold: a slow Redis still gets its verdict.
+        return max(min(self.deadline_s, budget_s - (self._clock() - started)), _SLOW_S)
+
     def _failed(self, what: str, exc: BaseException) -> None:
+        self._loaded = False
         self._fell_back(what)
         self._retry_at = self._clock() + self._retry_s
         if not self.lost:
@@ -96,6 +153,7 @@ class RedisLink:
     def script(self, source: str) -> Callable[[list[str], list[Any]], Awaitable[Any]]:
         """A server-side script, sent by digest after its first use (one round trip each)."""
         registered = self.client.register_script(source)
+        self._scripts.append(source)
 
         def call(keys: list[str], args: list[Any]) -> Awaitable[Any]:
             return registered(keys=keys, args=args)

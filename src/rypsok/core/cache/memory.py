@@ -42,7 +42,7 @@ class MemoryCache:
         material = params_material(scope.engine, scope.endpoint, scope.params)
         return (self._namespaces.of(scope.caller), *material)
 
-    async def get(self, scope: EntryScope) -> CachedHits | None:
+    async def get(self, scope: EntryScope, *, budget_s: float = 0.0) -> CachedHits | None:
         key = self._key(scope)
         found = self._entries.get(key)
         if found is None:
@@ -55,7 +55,9 @@ class MemoryCache:
         self._entries.move_to_end(key)
         return CachedHits(hits, age_s)
 
-    async def put(self, scope: EntryScope, hits: tuple[RawHit, ...]) -> None:
+    async def put(
+        self, scope: EntryScope, hits: tuple[RawHit, ...], *, budget_s: float = 0.0
+    ) -> None:
         key = self._key(scope)
         self._entries[key] = (self._clock(), hits)
         self._entries.move_to_end(key)

@@ -60,7 +60,7 @@ class RedisCache:
         namespace = self._namespaces.of(scope.caller)
         return self._layout.entry(namespace, scope.engine, scope.endpoint, scope.params)
 
-    async def get(self, scope: EntryScope) -> CachedHits | None:
+    async def get(self, scope: EntryScope, *, budget_s: float) -> CachedHits | None:
         key = self._key(scope)
 
         async def read(client: aioredis.Redis) -> list[object]:
@@ -70,7 +70,7 @@ class RedisCache:
                 return list(await pipe.execute())
 
         try:
-            sealed, remaining_ms = await self._link.run("cache_get", read)
+            sealed, remaining_ms = await self._link.run("cache_get", read, budget_s=budget_s)
         except SharedStateUnavailable:
             return None
         if not isinstance(sealed, bytes) or not isinstance(remaining_ms, int) or remaining_ms < 0:
@@ -81,7 +81,7 @@ class RedisCache:
             return None
         return CachedHits(hits, max(0.0, (self._ttl_ms - remaining_ms) / 1000.0))
 
-    async def put(self, scope: EntryScope, hits: tuple[RawHit, ...]) -> None:
+    async def put(self, scope: EntryScope, hits: tuple[RawHit, ...], *, budget_s: float) -> None:
         key = self._key(scope)
         index = self._layout.entry_index(self._namespaces.of(scope.caller))
         sealed = self._sealer.seal(key, hits_to_bytes(hits))
@@ -89,6 +89,7 @@ class RedisCache:
             await self._link.run(
                 "cache_put",
                 lambda _: self._put([key, index], [sealed, self._ttl_ms, self._max_entries]),
+                budget_s=budget_s,
             )
         except SharedStateUnavailable:
             return

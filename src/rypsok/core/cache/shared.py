@@ -19,7 +19,10 @@ warm when Redis goes).
 
 Returned URLs (REQ-SEC-021). In strict mode a URL web_search returned on one
 instance may be fetched through another: each returned URL is kept, by its
-HMAC name only, for `RETURNED_URL_TTL_S`.
+HMAC name only, for `RETURNED_URL_TTL_S`, in one sorted set per deployment
+bounded like the process's own store: at most `RETURNED_URLS_KEPT` times
+`[cluster] instances` names, the oldest dropped first, so the URLs of many
+searches never grow Redis by one key each.
 
 Circuit state stays per process (REQ-RES-009).
 """
@@ -47,8 +50,6 @@ from rypsok.core.engines.queue import (
 from rypsok.core.invocation import WINDOW_S, InvocationLimiter
 
 if TYPE_CHECKING:
-    import redis.asyncio as aioredis
-
     from rypsok.core.cache.link import RedisLink
 
 # How long a returned URL stays fetchable through another instance in strict mode.
@@ -132,6 +133,38 @@ return 0
 )
 
 
+# Microseconds of Redis's clock: the names of one write get successive scores, so the
+# set's order is the order of storing and a trim drops exactly the oldest.
+_NOW_US: Final = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+"""
+
+# KEYS: the returned-URL set. ARGV: ttl ms, most names kept, then the names to add.
+_REMEMBER: Final = (
+    _NOW_US
+    + """
+local ttl = tonumber(ARGV[1]) * 1000
+for i = 3, #ARGV do redis.call('ZADD', KEYS[1], now + i - 3, ARGV[i]) end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl)
+local excess = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[2])
+if excess > 0 then redis.call('ZREMRANGEBYRANK', KEYS[1], 0, excess - 1) end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return excess
+"""
+)
+
+# KEYS: the returned-URL set. ARGV: ttl ms, a name. 1 when kept and younger than ttl.
+_KNOWN: Final = (
+    _NOW_US
+    + """
+local stored = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[2]) or '-1')
+if stored >= 0 and stored > now - tonumber(ARGV[1]) * 1000 then return 1 end
+return 0
+"""
+)
+
+
 class _Background:
     """Adjustments sent without awaiting them: a 429 is reported from sync code."""
 
@@ -192,6 +225,11 @@ class SharedEngineQueue(EngineQueue):
         args = [self.min_interval_ms, SPACING_MARGIN_MS, max(0, left_ms), SPACING_STATE_TTL_MS,
                 floor_ms]  # fmt: skip
         try:
+            # The full LIM-K4, not the call's slack: a request queued behind others has
+            # spent its slack, and falling back then would drop the shared spacing just
+            # when instances compete (REQ-CMP-002 before the call's time). Once Redis
+            # is lost the circuit answers at once, so a hung Redis costs this at most
+            # once per retry.
             wait_ms, factor = await self._link.run(
                 "spacing", lambda _: self._reserve_script([self._key], args)
             )
@@ -331,32 +369,36 @@ class SharedCallLimits:
 
 
 class SharedReturnedUrls:
-    """REQ-SEC-021 across instances: URLs web_search returned, by HMAC name only."""
+    """REQ-SEC-021 across instances: URLs web_search returned, by HMAC name only.
 
-    def __init__(self, link: RedisLink, layout: KeyLayout) -> None:
+    One sorted set (name -> time stored) for the deployment, trimmed at each
+    write to `capacity` names and to `RETURNED_URL_TTL_S`: Redis holds one key
+    for the store however many searches run (the bound issue 12 asks of every
+    kind of key).
+    """
+
+    def __init__(self, link: RedisLink, layout: KeyLayout, *, capacity: int) -> None:
         self._link = link
         self._layout = layout
+        self._key = layout.returned_urls()
+        self._capacity = capacity
+        self._remember = link.script(_REMEMBER)
+        self._known = link.script(_KNOWN)
 
     async def remember(self, urls: list[str]) -> None:
         if not urls:
             return
-        keys = [self._layout.returned_url(url) for url in urls]
-
-        async def write(client: aioredis.Redis) -> None:
-            async with client.pipeline(transaction=False) as pipe:
-                for key in keys:
-                    pipe.set(key, b"1", px=RETURNED_URL_TTL_S * 1000)
-                await pipe.execute()
-
+        names = [self._layout.returned_url(url) for url in urls]
+        args = [RETURNED_URL_TTL_S * 1000, self._capacity, *names]
         try:
-            await self._link.run("returned_urls", write)
+            await self._link.run("returned_urls", lambda _: self._remember([self._key], args))
         except SharedStateUnavailable:
             return
 
     async def contains(self, url: str) -> bool:
-        key = self._layout.returned_url(url)
+        args = [RETURNED_URL_TTL_S * 1000, self._layout.returned_url(url)]
         try:
-            found = await self._link.run("returned_urls", lambda client: client.exists(key))
+            found = await self._link.run("returned_urls", lambda _: self._known([self._key], args))
         except SharedStateUnavailable:
             return False
-        return bool(found)
+        return int(found) == 1

@@ -561,10 +561,13 @@ class SearchPipeline:
         if self._cache is None or not driver.admission.cacheable:
             return await self._ask_shared(caller, driver, params, deadline)
         entry = EntryScope(caller, driver.id, driver.endpoint, params)
+        # The lookup spends only the slack the engine's own timeout leaves before the
+        # deadline: a slow Redis may cost a miss, never the live answer (REQ-CACHE-006).
         started = self._clock()
-        with anyio.move_on_after(max(0.0, deadline - self._clock())) as looking:
-            cached = await self._cache.get(entry)
-        if looking.cancelled_caught:  # a lookup that outlasts the call's deadline
+        slack_s = deadline - self._config.search.engine_timeout_ms / 1000.0 - started
+        with anyio.move_on_after(max(0.0, deadline - started)) as looking:
+            cached = await self._cache.get(entry, budget_s=max(0.0, slack_s))
+        if looking.cancelled_caught:  # a cache that breaks its budget still ends here
             return self._finish(driver.id, started, failure=FailureClass.TIMEOUT)
         if cached is not None:
             logs.event(log, "engine_cached", engine=driver.id, age_s=round(cached.age_s, 1),
@@ -573,9 +576,9 @@ class SearchPipeline:
         answer = await self._ask_shared(caller, driver, params, deadline)
         if answer.failure is None and not answer.skipped and answer.not_sent is None:
             # Shielded: a deadline reached while storing must not turn the answer in
-            # hand into a timeout; the store ends within LIM-K4 (under LIM-O2).
+            # hand into a timeout; the store ends by the deadline (and within LIM-K4).
             with anyio.CancelScope(shield=True):
-                await self._cache.put(entry, answer.hits)
+                await self._cache.put(entry, answer.hits, budget_s=deadline - self._clock())
         return answer
 
     async def _ask_all(
