@@ -231,6 +231,7 @@ class Services:
         finally:
             current_caller.reset(caller_token)
             logs.request_id.reset(token)
+            logs.flush()  # the call's lines are written before its answer
         return Answer(response.wire(), response.outcome is Outcome.ERROR)
 
     async def _answer(

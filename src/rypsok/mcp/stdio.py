@@ -24,7 +24,6 @@ import contextlib
 import logging
 import os
 import signal
-import sys
 from types import FrameType
 
 import anyio
@@ -66,7 +65,7 @@ async def _shut_down(signum: int, serving: anyio.CancelScope, done: anyio.Event)
     serving.cancel()
     with anyio.move_on_after(ABORT_GRACE_S):
         await done.wait()
-    sys.stderr.flush()
+    logs.flush()  # the lines held for this turn too: os._exit skips logging.shutdown
     os._exit(0)
 
 
