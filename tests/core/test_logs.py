@@ -148,7 +148,7 @@ def test_configure_makes_records_without_thread_or_process_lookups() -> None:
         logging.logThreads, logging.logProcesses, logging.logMultiprocessing = switches
 
 
-# -- the line's text, made in parts (docs/performance.md §25) -----------------------------
+# -- the line's text, made in parts (docs/performance.md §26) -----------------------------
 
 _TEXT = st.text(
     st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12

@@ -1,4 +1,4 @@
-"""A call's log lines are on stderr before its answer is on stdout (docs/performance.md §25).
+"""A call's log lines are on stderr before its answer is on stdout (docs/performance.md §26).
 
 rypsok holds the lines of one turn of its event loop and writes them at once
 (`logs.TurnLines`); the end of each call writes what is held, so the lines a
