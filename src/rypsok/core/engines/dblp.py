@@ -47,6 +47,7 @@ from rypsok.core.engines.common import (
     collect_hits,
     decode_json,
     doi_url,
+    listed_or_empty,
     raise_for_status,
     validate,
     validate_or_none,
@@ -61,10 +62,11 @@ class _Status(StrictModel):
 
 class _Hits(StrictModel):
     hit: object = None  # absent: no results; an object when one, a list otherwise
+    total: str | int | None = Field(default=None, alias="@total")
 
 
 class _Result(StrictModel):
-    status: _Status
+    status: _Status | None = None  # absent: the answer is read by its hits alone
     hits: _Hits
 
 
@@ -86,7 +88,7 @@ class _Info(StrictModel):
     doi: str | None = None
     ee: object = None
     venue: object = None
-    year: str | None = None
+    year: str | int | None = None  # a string in dblp's JSON; a number is the same year
     authors: _Authors | None = None
 
 
@@ -121,9 +123,13 @@ class Dblp(Driver):
         # 429 with Retry-After is dblp's overload signal (rate_limited).
         raise_for_status(response)
         answer = validate(_Answer, decode_json(response))
-        if answer.result.status.code != "200":
+        status = answer.result.status
+        if status is not None and status.code != "200":
             raise EngineFailure(FailureClass.REQUEST_FAILURE)
-        return collect_hits(_as_list(answer.result.hits.hit), _hit)
+        hits = answer.result.hits
+        # No `hit` key is dblp's empty answer, when `@total` agrees (or is absent).
+        listed = None if hits.hit is None else _as_list(hits.hit)
+        return collect_hits(listed_or_empty(listed, hits.total or 0), _hit)
 
 
 def _as_list(value: object) -> list[object]:
@@ -163,7 +169,8 @@ def _snippet(info: _Info) -> str:
              if name]  # fmt: skip
     shown = ", ".join(names[:_AUTHORS_SHOWN]) + (" et al." if len(names) > _AUTHORS_SHOWN else "")
     venues = [venue for venue in _as_list(info.venue) if isinstance(venue, str)]
-    where = " ".join(part for part in (", ".join(venues), info.year or "") if part)
+    year = str(info.year) if info.year is not None else ""
+    where = " ".join(part for part in (", ".join(venues), year) if part)
     return " · ".join(part for part in (shown, where) if part)
 
 
