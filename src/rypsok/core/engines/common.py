@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime
+from email.utils import parsedate_to_datetime
 from typing import Annotated, Any, Final, TypeVar
 from urllib.parse import quote
 
@@ -216,6 +217,23 @@ def iso_date(value: str | None) -> str | None:
         return date.fromisoformat(value[:10]).isoformat()
     except ValueError:
         return None
+
+
+def web_date(value: str | None) -> str | None:
+    """YYYY-MM-DD (UTC) from an ISO 8601 or an RFC 2822 date ("Wed, 23 Oct 2024 19:45:00 GMT").
+
+    News APIs pass on the date their source page gave, in either form.
+    """
+    found = iso_date(value)
+    if found is not None or value is None:
+        return found
+    try:
+        stamp = parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    if stamp.tzinfo is not None:
+        stamp = stamp.astimezone(UTC)
+    return stamp.date().isoformat()
 
 
 def epoch_date(seconds: int | None) -> str | None:

@@ -41,10 +41,9 @@ from rypsok.core.engines.base import (
 from rypsok.core.engines.common import (
     StrictModel,
     collect_hits,
-    decode_json,
     iso_date,
     raise_for_status,
-    validate,
+    read_answer,
     validate_or_none,
     window_start,
 )
@@ -105,8 +104,11 @@ class Exa(Driver):
         )
 
     def parse(self, response: EngineResponse) -> list[RawHit]:
-        raise_for_status(response, credentials_sent=self.settings.api_key is not None)
-        return collect_hits(validate(_Answer, decode_json(response)).results, _hit)
+        keyed = self.settings.api_key is not None
+        raise_for_status(response, credentials_sent=keyed)
+        # `{"requestId", "error", "tag"}` is Exa's error document, whatever the status.
+        answer = read_answer(_Answer, response, "results", credentials_sent=keyed)
+        return collect_hits(answer.results, _hit)
 
 
 def _hit(position: int, item: object) -> RawHit | None:

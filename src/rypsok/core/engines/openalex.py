@@ -51,12 +51,11 @@ from rypsok.core.engines.base import (
 from rypsok.core.engines.common import (
     StrictModel,
     collect_hits,
-    decode_json,
     doi_url,
     iso_date,
     raise_for_status,
+    read_answer,
     utc_day,
-    validate,
     validate_or_none,
     window_start,
 )
@@ -135,8 +134,11 @@ class OpenAlex(Driver):
             raise EngineFailure(
                 FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(response.headers)
             )
-        raise_for_status(response, credentials_sent=self.settings.api_key is not None)
-        hits = collect_hits(validate(_Answer, decode_json(response)).results, _hit)
+        keyed = self.settings.api_key is not None
+        raise_for_status(response, credentials_sent=keyed)
+        # `{"error", "message"}` is OpenAlex's error document, whatever the status.
+        answer = read_answer(_Answer, response, "results", credentials_sent=keyed)
+        hits = collect_hits(answer.results, _hit)
         if response.headers.get("x-ratelimit-remaining", "").strip() == "0":
             # The day's budget is spent with this answer: the next request would
             # only meet a 429, so the queue waits as long as it ever does.
