@@ -226,7 +226,8 @@ EMPTY = {
     "openalex": ("openalex", "empty.json"), "kagi": ("kagi", "empty.json"),
     "tavily": ("tavily", "empty.json"), "exa": ("exa", "empty.json"),
     "you": ("you", "empty.json"), "marginalia": ("marginalia", "empty.json"),
-    "duckduckgo": ("duckduckgo", "empty.html"), "bing": ("bing", "empty.html"),
+    # DuckDuckGo's own no-results page: the marker is a result item of its own.
+    "duckduckgo": ("duckduckgo", "empty_item.html"), "bing": ("bing", "empty.html"),
 }  # fmt: skip
 CATEGORY = {"crates": "code", "npm": "code", "dblp": "science", "pubmed": "science",
             "openalex": "science"}  # fmt: skip
@@ -282,3 +283,40 @@ def test_serve_refuses_a_scraping_engine_without_the_switch(tmp_path: pathlib.Pa
     assert run.returncode == 1
     assert "'bing'" in run.stderr and "human-facing page" in run.stderr
     assert run.stdout == ""
+
+
+# Each new engine's provider trap, as the provider sends it: (fixture, status,
+# the class the notice names). Errors under 200, challenges, drift.
+TRAPS: dict[str, tuple[str, str, int, str]] = {
+    "crates": ("crates", "throttled_200.json", 200, "rate_limited"),
+    "npm": ("npm", "bad_request.json", 200, "request_failure"),
+    "dblp": ("dblp", "drifted_no_hit.json", 200, "parse_failure"),
+    "pubmed": ("pubmed", "rate_limited.json", 200, "rate_limited"),
+    "openalex": ("openalex", "rate_limit.json", 403, "rate_limited"),
+    "kagi": ("kagi", "throttled_200.json", 200, "rate_limited"),
+    "tavily": ("tavily", "keyless_limit.json", 200, "rate_limited"),
+    "exa": ("exa", "error.json", 200, "auth_failure"),
+    "you": ("you", "error.json", 200, "auth_failure"),
+    "marginalia": ("marginalia", "rate_limited.txt", 503, "rate_limited"),
+    "duckduckgo": ("duckduckgo", "challenge.html", 202, "blocked"),
+    "bing": ("bing", "challenge.html", 200, "blocked"),
+}
+
+
+@pytest.mark.req("REQ-TEST-002", "REQ-ENG-006", "REQ-ENG-009", "REQ-ENG-014")
+@pytest.mark.parametrize("engine", sorted(TRAPS))
+async def test_each_new_engine_classifies_its_providers_trap_through_a_session(
+    engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """REQ-ENG-006, REQ-ENG-009: an error under 200, a 202 challenge, drift: named, never empty."""
+    monkeypatch.setenv(KEY_ENV, KEY)
+    provider, name, status, expected = TRAPS[engine]
+    path = SEARCH_PATH.get(engine, PATHS[engine])
+    async with ProviderServer({path: Route.fixture(provider, name, status=status)}) as server:
+        services = Services(_alone(server.base_url, engine))
+        payload = await _search(services, "zzqxjvw", CATEGORY.get(engine, "general"))
+        await services.aclose()
+    assert payload["outcome"] == "error", payload
+    assert not payload.get("results")
+    assert any(engine in n["message"] and expected in n["message"]
+               for n in payload["notices"]), payload["notices"]  # fmt: skip
