@@ -320,3 +320,40 @@ async def test_each_new_engine_classifies_its_providers_trap_through_a_session(
     assert not payload.get("results")
     assert any(engine in n["message"] and expected in n["message"]
                for n in payload["notices"]), payload["notices"]  # fmt: skip
+
+
+@pytest.mark.req("REQ-CFG-001", "REQ-CFG-005")
+@pytest.mark.parametrize(
+    ("table", "named"),
+    [
+        ('[engines.tavily]\nsearch_depth = "deep"\n', "'engines.tavily.search_depth'"),
+        ('[engines.pubmed]\ntool = "bad tool"\n', "'engines.pubmed.tool'"),
+        ('[engines.pubmed]\nemail = "nope"\n', "'engines.pubmed.email'"),
+        ("[engines.exa]\nsearch_type = 3\n", "'engines.exa.search_type'"),
+        ('[engines.duckduckgo]\nvariant = "full"\n', "'engines.duckduckgo.variant'"),
+        ('[engines.kagi]\nversion = "v0"\n', "'engines.kagi.version'"),  # no `extra` dict
+    ],
+)
+def test_check_refuses_a_wrong_engine_setting_naming_its_key(
+    tmp_path: pathlib.Path, table: str, named: str
+) -> None:
+    """REQ-CFG-001, REQ-CFG-005: typed per-engine settings; a bad or unknown key is named."""
+    refused = _check(tmp_path, table)
+    assert refused.returncode == 1
+    assert named in refused.stderr
+
+
+@pytest.mark.req("REQ-OPS-003", "REQ-CFG-004")
+def test_serve_logs_each_keyed_engine_inactive_without_its_key(tmp_path: pathlib.Path) -> None:
+    """REQ-OPS-003: the start-up log names every new engine's state before serving."""
+    config = write_config(tmp_path, "schema_version = 1\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "rypsok", "serve", "--config", str(config)],
+        capture_output=True, text=True, env=child_env(), timeout=60, check=False, input="",
+    )  # fmt: skip
+    lines = [json.loads(line) for line in run.stderr.splitlines() if line.strip()]
+    states = {line["engine"]: line["state"] for line in lines if line.get("event") == "engine"}
+    assert all(states[engine] == "inactive_no_key" for engine in KEYED), states
+    assert states["npm"] == states["dblp"] == "active"
+    assert states["crates"] == "inactive_no_contact" and states["pubmed"] == "disabled"
+    assert all(states[engine] == "disabled" for engine in SCRAPING)
