@@ -229,7 +229,7 @@ def web_date(value: str | None) -> str | None:
         return found
     try:
         stamp = parsedate_to_datetime(value.strip())
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):  # a date no calendar holds
         return None
     if stamp.tzinfo is not None:
         stamp = stamp.astimezone(UTC)
@@ -359,7 +359,11 @@ class _ErrorSignals:
 
 
 def raise_for_error_document(
-    document: object, results_key: str, *, credentials_sent: bool = False
+    document: object,
+    results_key: str,
+    *,
+    credentials_sent: bool = False,
+    header_wait_ms: int | None = None,
 ) -> None:
     """The failure a provider's error document signals, whatever the HTTP status.
 
@@ -370,6 +374,8 @@ def raise_for_error_document(
     retry-after) is `rate_limited` with the wait; a refused key or client
     (401, 403, key words) `auth_failure`, or `blocked` when no credential
     was sent; anything else `request_failure`. No provider text is kept.
+    A throttle without a wait of its own keeps the answer's Retry-After
+    (`header_wait_ms`).
     """
     if not isinstance(document, dict) or document.get(results_key):
         return
@@ -382,8 +388,9 @@ def raise_for_error_document(
     for key in _CODE_KEYS:
         signals.take(document.get(key), key)
     if signals.throttle or 429 in signals.codes or signals.wait_s is not None:
+        wait_ms = capped_wait_ms(signals.wait_s or 0)
         raise EngineFailure(
-            FailureClass.RATE_LIMITED, retry_after_ms=capped_wait_ms(signals.wait_s or 0)
+            FailureClass.RATE_LIMITED, retry_after_ms=wait_ms if wait_ms else header_wait_ms
         )
     if signals.refusal or signals.codes & {401, 403}:
         raise EngineFailure(FailureClass.AUTH_FAILURE if credentials_sent else FailureClass.BLOCKED)
@@ -395,7 +402,12 @@ def read_answer(
 ) -> _M:
     """The JSON answer as `model`, after its error document (if any) is classified."""
     document = decode_json(response)
-    raise_for_error_document(document, results_key, credentials_sent=credentials_sent)
+    raise_for_error_document(
+        document,
+        results_key,
+        credentials_sent=credentials_sent,
+        header_wait_ms=retry_after_ms(response.headers),
+    )
     return validate(model, document)
 
 

@@ -54,6 +54,8 @@ from rypsok.core.engines.common import (
 )
 
 _AUTHORS_SHOWN: Final = 5
+_WEB: Final = ("https://", "http://")
+_DOI_HOSTS: Final = frozenset({"doi.org", "dx.doi.org"})
 
 
 class _Status(StrictModel):
@@ -157,10 +159,18 @@ def _url(info: _Info) -> str | None:
     by_doi = doi_url(info.doi)
     if by_doi is not None:
         return by_doi
-    pages = [ee for ee in _as_list(info.ee) if isinstance(ee, str) and ee.startswith("https://")]
+    # Older records link the publisher over plain http: still the publisher's page.
+    pages = [ee for ee in _as_list(info.ee) if isinstance(ee, str) and ee.startswith(_WEB)]
     if pages:
-        return doi_url(pages[0].removeprefix("https://doi.org/")) or pages[0]
+        return doi_url(_doi_in(pages[0])) or pages[0]
     return info.url if info.url and info.url.startswith("https://") else None
+
+
+def _doi_in(page: str) -> str:
+    """The DOI of a doi.org resolver link (any scheme, `dx.` or not); "" for another page."""
+    scheme, _, rest = page.partition("://")
+    host, _, path = rest.partition("/")
+    return path if host.lower() in _DOI_HOSTS and scheme in ("https", "http") else ""
 
 
 def _snippet(info: _Info) -> str:
