@@ -61,7 +61,7 @@ class _Result(StrictModel):
     url: str = Field(min_length=1)
     title: str | None = None
     publishedDate: str | None = None
-    highlights: list[str] | None = None
+    highlights: list[str] | str | None = None  # a list; one string is read as one entry
     text: str | None = None
     summary: str | None = None
 
@@ -115,7 +115,8 @@ def _hit(position: int, item: object) -> RawHit | None:
     result = validate_or_none(_Result, item)
     if result is None or not result.title:
         return None
-    snippet = (result.highlights or [""])[0] or result.text or result.summary or ""
+    highlights = [result.highlights] if isinstance(result.highlights, str) else result.highlights
+    snippet = (highlights or [""])[0] or result.text or result.summary or ""
     return RawHit(
         rank=position,
         url=result.url,

@@ -53,6 +53,7 @@ from rypsok.core.engines.common import (
     collect_hits,
     doi_url,
     iso_date,
+    listed_or_empty,
     raise_for_status,
     read_answer,
     utc_day,
@@ -70,8 +71,13 @@ _LANGUAGES: Final = frozenset(
 )
 
 
+class _Meta(StrictModel):
+    count: int | None = None
+
+
 class _Answer(StrictModel):
-    results: list[object]
+    results: list[object] | None = None  # absent: empty only when `meta.count` is 0
+    meta: _Meta = _Meta()
 
 
 class _Source(StrictModel):
@@ -138,7 +144,7 @@ class OpenAlex(Driver):
         raise_for_status(response, credentials_sent=keyed)
         # `{"error", "message"}` is OpenAlex's error document, whatever the status.
         answer = read_answer(_Answer, response, "results", credentials_sent=keyed)
-        hits = collect_hits(answer.results, _hit)
+        hits = collect_hits(listed_or_empty(answer.results, answer.meta.count), _hit)
         if response.headers.get("x-ratelimit-remaining", "").strip() == "0":
             # The day's budget is spent with this answer: the next request would
             # only meet a 429, so the queue waits as long as it ever does.

@@ -65,7 +65,7 @@ class _Result(StrictModel):
     url: str = Field(min_length=1)
     title: str = Field(min_length=1)
     description: str | None = None
-    snippets: list[str] | None = None
+    snippets: list[str] | str | None = None  # a list; one string is read as one entry
     page_age: str | None = None
 
 
@@ -127,7 +127,8 @@ def _hit(position: int, item: object) -> RawHit | None:
     result = validate_or_none(_Result, item)
     if result is None:
         return None
-    snippet = result.description or next(iter(result.snippets or []), "")
+    snippets = [result.snippets] if isinstance(result.snippets, str) else result.snippets or []
+    snippet = result.description or next(iter(snippets), "")
     return RawHit(
         rank=position,
         url=result.url,
