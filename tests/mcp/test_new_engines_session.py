@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
+from rypsok.core.engines.registry import DRIVER_CLASSES
 from rypsok.core.services import Services
-from tests.fakes.provider_server import ProviderServer, Route
+from tests.fakes.provider_server import ProviderServer, Route, load_fixture
 from tests.support import ENGINE_PATHS, OK_FIXTURES, call_tool, child_env, config_from, write_config
 
 KEY_ENV = "RYPSOK_TEST_ENGINE_KEY"
@@ -357,3 +358,20 @@ def test_serve_logs_each_keyed_engine_inactive_without_its_key(tmp_path: pathlib
     assert states["npm"] == states["dblp"] == "active"
     assert states["crates"] == "inactive_no_contact" and states["pubmed"] == "disabled"
     assert all(states[engine] == "disabled" for engine in SCRAPING)
+
+
+@pytest.mark.req("REQ-ENG-015", "REQ-TEST-018")
+@pytest.mark.parametrize("engine", SCRAPING)
+async def test_a_scraped_page_past_its_byte_bound_is_never_read(engine: str) -> None:
+    """REQ-ENG-015: a page larger than the admission's `max_body_bytes` gives no result."""
+    bound = next(cls for cls in DRIVER_CLASSES if cls.id == engine).admission.max_body_bytes
+    padding = b"<!--" + b"x" * bound + b"--></body>"
+    page = load_fixture(engine, "ok.html").replace(b"</body>", padding)
+    route = Route(status=200, headers={"content-type": "text/html; charset=utf-8"}, body=page)
+    async with ProviderServer({PATHS[engine]: route}) as server:
+        services = Services(_alone(server.base_url, engine))
+        payload = await _search(services, "rust async runtime", "general")
+        await services.aclose()
+    assert payload["outcome"] == "error", payload
+    assert not payload.get("results")
+    assert any(engine in n["message"] for n in payload["notices"]), payload["notices"]

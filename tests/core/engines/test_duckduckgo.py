@@ -15,6 +15,7 @@ from rypsok.core.engines.base import (
     TimeRange,
 )
 from rypsok.core.engines.duckduckgo import DuckDuckGo, DuckDuckGoConfig
+from rypsok.core.engines.scrape import PAGE_MAX_NODES
 from tests.core.engines.driver_support import HTML, FixtureResponses, parse_failure
 
 _response = FixtureResponses("duckduckgo", content_type=HTML)
@@ -143,6 +144,30 @@ def test_parsing_stops_at_the_depth_bound_of_web_fetch() -> None:
     deep_only = parse_failure(DuckDuckGo(), _response("deep_only.html"))
     assert deep_only.failure_class is FailureClass.PARSE_FAILURE
     assert DuckDuckGo.admission.max_body_bytes <= 2 * 1024 * 1024
+
+
+def _result(url: str) -> str:
+    return (
+        '<div class="result results_links web-result"><h2 class="result__title">'
+        f'<a class="result__a" href="{url}">Title</a></h2>'
+        '<a class="result__snippet">Snippet</a></div>'
+    )
+
+
+@pytest.mark.req("REQ-TEST-018", "REQ-ENG-015")
+def test_parsing_stops_at_the_node_bound_of_web_fetch() -> None:
+    """REQ-TEST-018, REQ-ENG-015: a result past LIM-F10 nodes is never read; none before fails."""
+    filler = "<p>" * (PAGE_MAX_NODES + 10)
+    page = (
+        '<!DOCTYPE html><html><body><div id="links">'
+        f"{_result('https://first.example/')}{filler}{_result('https://late.example/')}"
+        "</div></body></html>"
+    )
+    hits = DuckDuckGo().parse(EngineResponse(200, {"content-type": HTML}, page.encode()))
+    assert [hit.url for hit in hits] == ["https://first.example/"]
+    late_only = page.replace(_result("https://first.example/"), "")
+    response = EngineResponse(200, {"content-type": HTML}, late_only.encode())
+    assert parse_failure(DuckDuckGo(), response).failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-TEST-018", "REQ-ENG-015")
