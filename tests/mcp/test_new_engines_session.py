@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
+from rypsok.core.engines.registry import DRIVER_CLASSES
 from rypsok.core.services import Services
-from tests.fakes.provider_server import ProviderServer, Route
+from tests.fakes.provider_server import ProviderServer, Route, load_fixture
 from tests.support import ENGINE_PATHS, OK_FIXTURES, call_tool, child_env, config_from, write_config
 
 KEY_ENV = "RYPSOK_TEST_ENGINE_KEY"
@@ -226,7 +227,8 @@ EMPTY = {
     "openalex": ("openalex", "empty.json"), "kagi": ("kagi", "empty.json"),
     "tavily": ("tavily", "empty.json"), "exa": ("exa", "empty.json"),
     "you": ("you", "empty.json"), "marginalia": ("marginalia", "empty.json"),
-    "duckduckgo": ("duckduckgo", "empty.html"), "bing": ("bing", "empty.html"),
+    # DuckDuckGo's own no-results page: the marker is a result item of its own.
+    "duckduckgo": ("duckduckgo", "empty_item.html"), "bing": ("bing", "empty.html"),
 }  # fmt: skip
 CATEGORY = {"crates": "code", "npm": "code", "dblp": "science", "pubmed": "science",
             "openalex": "science"}  # fmt: skip
@@ -282,3 +284,94 @@ def test_serve_refuses_a_scraping_engine_without_the_switch(tmp_path: pathlib.Pa
     assert run.returncode == 1
     assert "'bing'" in run.stderr and "human-facing page" in run.stderr
     assert run.stdout == ""
+
+
+# Each new engine's provider trap, as the provider sends it: (fixture, status,
+# the class the notice names). Errors under 200, challenges, drift.
+TRAPS: dict[str, tuple[str, str, int, str]] = {
+    "crates": ("crates", "throttled_200.json", 200, "rate_limited"),
+    "npm": ("npm", "bad_request.json", 200, "request_failure"),
+    "dblp": ("dblp", "drifted_no_hit.json", 200, "parse_failure"),
+    "pubmed": ("pubmed", "rate_limited.json", 200, "rate_limited"),
+    "openalex": ("openalex", "rate_limit.json", 403, "rate_limited"),
+    "kagi": ("kagi", "throttled_200.json", 200, "rate_limited"),
+    "tavily": ("tavily", "keyless_limit.json", 200, "rate_limited"),
+    "exa": ("exa", "error.json", 200, "auth_failure"),
+    "you": ("you", "error.json", 200, "auth_failure"),
+    "marginalia": ("marginalia", "rate_limited.txt", 503, "rate_limited"),
+    "duckduckgo": ("duckduckgo", "challenge.html", 202, "blocked"),
+    "bing": ("bing", "challenge.html", 200, "blocked"),
+}
+
+
+@pytest.mark.req("REQ-TEST-002", "REQ-ENG-006", "REQ-ENG-009", "REQ-ENG-014")
+@pytest.mark.parametrize("engine", sorted(TRAPS))
+async def test_each_new_engine_classifies_its_providers_trap_through_a_session(
+    engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """REQ-ENG-006, REQ-ENG-009: an error under 200, a 202 challenge, drift: named, never empty."""
+    monkeypatch.setenv(KEY_ENV, KEY)
+    provider, name, status, expected = TRAPS[engine]
+    path = SEARCH_PATH.get(engine, PATHS[engine])
+    async with ProviderServer({path: Route.fixture(provider, name, status=status)}) as server:
+        services = Services(_alone(server.base_url, engine))
+        payload = await _search(services, "zzqxjvw", CATEGORY.get(engine, "general"))
+        await services.aclose()
+    assert payload["outcome"] == "error", payload
+    assert not payload.get("results")
+    assert any(engine in n["message"] and expected in n["message"]
+               for n in payload["notices"]), payload["notices"]  # fmt: skip
+
+
+@pytest.mark.req("REQ-CFG-001", "REQ-CFG-005")
+@pytest.mark.parametrize(
+    ("table", "named"),
+    [
+        ('[engines.tavily]\nsearch_depth = "deep"\n', "'engines.tavily.search_depth'"),
+        ('[engines.pubmed]\ntool = "bad tool"\n', "'engines.pubmed.tool'"),
+        ('[engines.pubmed]\nemail = "nope"\n', "'engines.pubmed.email'"),
+        ("[engines.exa]\nsearch_type = 3\n", "'engines.exa.search_type'"),
+        ('[engines.duckduckgo]\nvariant = "full"\n', "'engines.duckduckgo.variant'"),
+        ('[engines.kagi]\nversion = "v0"\n', "'engines.kagi.version'"),  # no `extra` dict
+    ],
+)
+def test_check_refuses_a_wrong_engine_setting_naming_its_key(
+    tmp_path: pathlib.Path, table: str, named: str
+) -> None:
+    """REQ-CFG-001, REQ-CFG-005: typed per-engine settings; a bad or unknown key is named."""
+    refused = _check(tmp_path, table)
+    assert refused.returncode == 1
+    assert named in refused.stderr
+
+
+@pytest.mark.req("REQ-OPS-003", "REQ-CFG-004")
+def test_serve_logs_each_keyed_engine_inactive_without_its_key(tmp_path: pathlib.Path) -> None:
+    """REQ-OPS-003: the start-up log names every new engine's state before serving."""
+    config = write_config(tmp_path, "schema_version = 1\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "rypsok", "serve", "--config", str(config)],
+        capture_output=True, text=True, env=child_env(), timeout=60, check=False, input="",
+    )  # fmt: skip
+    lines = [json.loads(line) for line in run.stderr.splitlines() if line.strip()]
+    states = {line["engine"]: line["state"] for line in lines if line.get("event") == "engine"}
+    assert all(states[engine] == "inactive_no_key" for engine in KEYED), states
+    assert states["npm"] == states["dblp"] == "active"
+    assert states["crates"] == "inactive_no_contact" and states["pubmed"] == "disabled"
+    assert all(states[engine] == "disabled" for engine in SCRAPING)
+
+
+@pytest.mark.req("REQ-ENG-015", "REQ-TEST-018")
+@pytest.mark.parametrize("engine", SCRAPING)
+async def test_a_scraped_page_past_its_byte_bound_is_never_read(engine: str) -> None:
+    """REQ-ENG-015: a page larger than the admission's `max_body_bytes` gives no result."""
+    bound = next(cls for cls in DRIVER_CLASSES if cls.id == engine).admission.max_body_bytes
+    padding = b"<!--" + b"x" * bound + b"--></body>"
+    page = load_fixture(engine, "ok.html").replace(b"</body>", padding)
+    route = Route(status=200, headers={"content-type": "text/html; charset=utf-8"}, body=page)
+    async with ProviderServer({PATHS[engine]: route}) as server:
+        services = Services(_alone(server.base_url, engine))
+        payload = await _search(services, "rust async runtime", "general")
+        await services.aclose()
+    assert payload["outcome"] == "error", payload
+    assert not payload.get("results")
+    assert any(engine in n["message"] for n in payload["notices"]), payload["notices"]

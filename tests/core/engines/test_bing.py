@@ -75,3 +75,6 @@ def test_redirect_rule() -> None:
     assert isinstance(on_host, FollowUp) and on_host.request.params == (("q", "x"),)
     off_host = EngineResponse(302, {"location": "https://cn.bing.com/search?q=x"}, b"")
     assert parse_failure(Bing(), off_host).failure_class is FailureClass.BLOCKED
+    # Bing's CAPTCHA lives on its own host: the redirect to it is blocked, not followed.
+    captcha = EngineResponse(302, {"location": "/turing/captcha/challenge?q=x"}, b"")
+    assert parse_failure(Bing(), captcha).failure_class is FailureClass.BLOCKED

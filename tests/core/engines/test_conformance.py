@@ -229,6 +229,26 @@ def test_a_malformed_body_is_a_parse_failure(engine: str) -> None:
     assert failure.failure_class is FailureClass.PARSE_FAILURE
 
 
+# Error documents providers send under HTTP 200 (NCBI, Kagi, crates.io, npm,
+# Tavily's keyless mode): none of them may read as results or as "no results".
+ERROR_DOCUMENTS_UNDER_200 = (
+    b'{"error": "API rate limit exceeded", "count": "11"}',
+    b'{"errors": [{"detail": "invalid sort value"}]}',
+    b'{"error": {"code": "bad_request", "message": "invalid parameter"}}',
+)
+JSON_ENGINES = [engine for engine in ENGINES if success_fixture(engine).suffix == ".json"]
+
+
+@pytest.mark.req("REQ-ENG-006", "REQ-TEST-002")
+@pytest.mark.parametrize(
+    ("engine", "body"), list(itertools.product(JSON_ENGINES, ERROR_DOCUMENTS_UNDER_200))
+)
+def test_an_error_document_under_200_is_never_an_answer(engine: str, body: bytes) -> None:
+    """REQ-ENG-006: an error sent with 200 is a failure, never hits and never `empty`."""
+    failure = parse_failure(active_driver(engine), answer(engine, 200, body))
+    assert failure.failure_class is not None
+
+
 @pytest.mark.req("REQ-ENG-006", "REQ-TEST-002")
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_truncated_body_is_a_parse_failure(engine: str) -> None:

@@ -55,5 +55,16 @@ def test_refusals_of_the_client_and_error_documents_are_classified() -> None:
     assert forbidden.failure_class is FailureClass.BLOCKED
     refused = parse_failure(Crates(), _response("errors.json", 400))
     assert refused.failure_class is FailureClass.REQUEST_FAILURE
-    wrong = parse_failure(Crates(), _response("errors.json"))  # 200 without `crates`
-    assert wrong.failure_class is FailureClass.PARSE_FAILURE
+    # An error document under 200 is crates.io refusing the request, read for its class.
+    under_200 = parse_failure(Crates(), _response("errors.json"))
+    assert under_200.failure_class is FailureClass.REQUEST_FAILURE
+    throttled = parse_failure(Crates(), _response("throttled_200.json"))
+    assert throttled.failure_class is FailureClass.RATE_LIMITED
+
+
+@pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
+def test_an_answer_without_the_list_is_empty_only_when_its_total_says_zero() -> None:
+    """REQ-TEST-002: no `crates` key and `meta.total` 0 is empty; with a count it drifted."""
+    assert Crates().parse(_response("empty_no_list.json")) == []
+    drifted = parse_failure(Crates(), _response("drifted_no_list.json"))
+    assert drifted.failure_class is FailureClass.PARSE_FAILURE

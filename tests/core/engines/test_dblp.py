@@ -53,6 +53,25 @@ def test_a_single_hit_object_is_one_result_and_no_hit_key_is_empty() -> None:
     assert Dblp().parse(_response("empty.json")) == []
 
 
+@pytest.mark.req("REQ-TEST-002")
+def test_old_http_links_still_prefer_the_doi_then_the_publisher() -> None:
+    """REQ-TEST-002: `http://dx.doi.org/` is the DOI page; an http publisher page beats dblp."""
+    hits = Dblp().parse(_response("http_links.json"))
+    assert [hit.url for hit in hits] == [
+        "https://doi.org/10.1000/abc.12",
+        "http://publisher.example/paper/7",
+    ]
+
+
+@pytest.mark.req("REQ-TEST-002", "REQ-ENG-006")
+def test_no_hit_key_with_a_count_drifted_and_a_numeric_year_is_the_year() -> None:
+    """REQ-TEST-002: `@total` 3 without `hit` is parse_failure; `year` 1843 reads as "1843"."""
+    drifted = parse_failure(Dblp(), _response("drifted_no_hit.json"))
+    assert drifted.failure_class is FailureClass.PARSE_FAILURE
+    (hit,) = Dblp().parse(_response("numeric_year.json"))
+    assert hit.snippet == "Ada Lovelace · Sketch 1843"
+
+
 @pytest.mark.req("REQ-TEST-002", "REQ-CMP-002")
 def test_overload_and_bad_status_are_classified() -> None:
     """REQ-TEST-002, REQ-CMP-002: 429 with an empty body and Retry-After; status 400 inside."""

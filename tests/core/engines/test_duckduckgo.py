@@ -15,6 +15,7 @@ from rypsok.core.engines.base import (
     TimeRange,
 )
 from rypsok.core.engines.duckduckgo import DuckDuckGo, DuckDuckGoConfig
+from rypsok.core.engines.scrape import PAGE_MAX_NODES
 from tests.core.engines.driver_support import HTML, FixtureResponses, parse_failure
 
 _response = FixtureResponses("duckduckgo", content_type=HTML)
@@ -74,6 +75,18 @@ def test_only_the_no_results_marker_makes_an_empty_answer() -> None:
     assert wrong_variant.failure_class is FailureClass.PARSE_FAILURE
 
 
+@pytest.mark.req("REQ-TEST-018", "REQ-ENG-015")
+def test_the_marker_in_a_result_item_of_its_own_is_empty_but_not_beside_a_lost_result() -> None:
+    """REQ-TEST-018, REQ-ENG-015: DDG's "No results." item is a `web-result` div itself.
+
+    That item is the marker, not a result the driver lost; a result item
+    without a readable link beside it is drift, whatever marker follows.
+    """
+    assert DuckDuckGo().parse(_response("empty_item.html")) == []
+    lost = parse_failure(DuckDuckGo(), _response("drifted_item.html"))
+    assert lost.failure_class is FailureClass.PARSE_FAILURE
+
+
 @pytest.mark.req("REQ-TEST-018", "REQ-ENG-014", "REQ-ENG-009")
 @pytest.mark.parametrize("status", [200, 202, 403, 429, 503])
 def test_the_challenge_page_is_blocked_whatever_its_status(status: int) -> None:
@@ -115,6 +128,12 @@ def test_redirects_are_followed_on_the_providers_host_only() -> None:
                      "https://evil.example/html/", "//evil.example/", ""):  # fmt: skip
         refused = parse_failure(DuckDuckGo(), EngineResponse(302, {"location": location}, b""))
         assert refused.failure_class is FailureClass.BLOCKED
+    # On the provider's host, a challenge path is never requested either; the
+    # caller's words in the query ("captcha") do not make a redirect a challenge.
+    anomaly = EngineResponse(302, {"location": "/anomaly.js?sv=html&cc=botnet"}, b"")
+    assert parse_failure(DuckDuckGo(), anomaly).failure_class is FailureClass.BLOCKED
+    words = EngineResponse(303, {"location": "/html/?q=captcha+solver"}, b"")
+    assert isinstance(DuckDuckGo().parse(words), FollowUp)
 
 
 @pytest.mark.req("REQ-TEST-018", "REQ-ENG-015", "REQ-TEST-006")
@@ -125,6 +144,30 @@ def test_parsing_stops_at_the_depth_bound_of_web_fetch() -> None:
     deep_only = parse_failure(DuckDuckGo(), _response("deep_only.html"))
     assert deep_only.failure_class is FailureClass.PARSE_FAILURE
     assert DuckDuckGo.admission.max_body_bytes <= 2 * 1024 * 1024
+
+
+def _result(url: str) -> str:
+    return (
+        '<div class="result results_links web-result"><h2 class="result__title">'
+        f'<a class="result__a" href="{url}">Title</a></h2>'
+        '<a class="result__snippet">Snippet</a></div>'
+    )
+
+
+@pytest.mark.req("REQ-TEST-018", "REQ-ENG-015")
+def test_parsing_stops_at_the_node_bound_of_web_fetch() -> None:
+    """REQ-TEST-018, REQ-ENG-015: a result past LIM-F10 nodes is never read; none before fails."""
+    filler = "<p>" * (PAGE_MAX_NODES + 10)
+    page = (
+        '<!DOCTYPE html><html><body><div id="links">'
+        f"{_result('https://first.example/')}{filler}{_result('https://late.example/')}"
+        "</div></body></html>"
+    )
+    hits = DuckDuckGo().parse(EngineResponse(200, {"content-type": HTML}, page.encode()))
+    assert [hit.url for hit in hits] == ["https://first.example/"]
+    late_only = page.replace(_result("https://first.example/"), "")
+    response = EngineResponse(200, {"content-type": HTML}, late_only.encode())
+    assert parse_failure(DuckDuckGo(), response).failure_class is FailureClass.PARSE_FAILURE
 
 
 @pytest.mark.req("REQ-TEST-018", "REQ-ENG-015")

@@ -55,3 +55,11 @@ def test_results_empty_and_refused_key() -> None:
     assert _driver().parse(_response("empty.json")) == []
     refused = parse_failure(_driver(), _response("error.json", 401))
     assert refused.failure_class is FailureClass.AUTH_FAILURE
+
+
+@pytest.mark.req("REQ-TEST-002", "REQ-ENG-012")
+def test_highlights_as_one_string_is_the_snippet() -> None:
+    """REQ-TEST-002: `highlights` is a list; a lone string is read as its one entry."""
+    (hit,) = _driver().parse(_response("highlight_string.json"))
+    assert hit.snippet == "An asynchronous runtime for the Rust programming language."
+    assert hit.date == "2026-01-05"

@@ -39,5 +39,15 @@ def test_empty_answer_and_refused_query() -> None:
     assert Npm().parse(_response("empty.json")) == []
     refused = parse_failure(Npm(), _response("bad_request.json", 400))
     assert refused.failure_class is FailureClass.REQUEST_FAILURE
-    drifted = parse_failure(Npm(), _response("bad_request.json"))
-    assert drifted.failure_class is FailureClass.PARSE_FAILURE
+    # The same document under 200 is the registry's refusal, not a drifted format.
+    under_200 = parse_failure(Npm(), _response("bad_request.json"))
+    assert under_200.failure_class is FailureClass.REQUEST_FAILURE
+    assert Npm().parse(_response("empty_no_list.json")) == []
+
+
+@pytest.mark.req("REQ-TEST-002", "REQ-ENG-012")
+def test_a_package_published_before_lower_case_names_is_kept() -> None:
+    """REQ-TEST-002: `JSONStream` (upper case, pre-2017) is a result, `dependents` a string."""
+    (hit,) = Npm().parse(_response("legacy_name.json"))
+    assert (hit.title, hit.url) == ("JSONStream", "https://www.npmjs.com/package/JSONStream")
+    assert hit.date == "2018-11-12"

@@ -79,3 +79,9 @@ def test_a_spent_daily_budget_pauses_the_engine_after_its_answer() -> None:
     spent = _driver().parse(_response("ok.json", x_ratelimit_remaining="0"))
     assert isinstance(spent, PausingHits) and len(spent) == 3
     assert spent.pause_ms == limits.RETRY_AFTER_MAX_MS
+
+
+@pytest.mark.req("REQ-TEST-002")
+def test_an_answer_without_results_is_empty_only_when_its_count_is_zero() -> None:
+    """REQ-TEST-002: `meta.count` 0 and no `results` key is the empty answer."""
+    assert _driver().parse(_response("empty_no_list.json")) == []

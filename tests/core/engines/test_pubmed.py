@@ -110,6 +110,9 @@ def test_empty_rate_limit_under_200_and_search_errors() -> None:
     assert limited.failure_class is FailureClass.RATE_LIMITED
     failed = parse_failure(_driver(), _response("search_error.json"))
     assert failed.failure_class is FailureClass.REQUEST_FAILURE
+    refused = parse_failure(_driver(), _response("summary_error.json"))  # esummaryresult
+    assert refused.failure_class is FailureClass.REQUEST_FAILURE
+    assert _driver().parse(_response("empty_no_idlist.json")) == []  # count "0", no idlist
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-005")

@@ -64,3 +64,10 @@ def test_results_empty_and_budget_statuses() -> None:
         assert spent.retry_after_ms == limits.RETRY_AFTER_MAX_MS
     refused = parse_failure(_driver(), _response("error.json", 401))
     assert refused.failure_class is FailureClass.AUTH_FAILURE
+
+
+@pytest.mark.req("REQ-TEST-002")
+def test_a_news_date_in_rfc_2822_form_is_read() -> None:
+    """REQ-TEST-002: `published_date` "Wed, 23 Oct 2024 19:45:00 GMT" is 2024-10-23."""
+    (hit,) = _driver().parse(_response("news_rfc2822.json"))
+    assert hit.date == "2024-10-23"

@@ -46,3 +46,14 @@ def test_web_and_news_blocks_and_the_empty_answer() -> None:
     assert _driver().parse(_response("empty.json")) == []
     refused = parse_failure(_driver(), _response("error.json", 403))
     assert refused.failure_class is FailureClass.AUTH_FAILURE
+
+
+@pytest.mark.req("REQ-TEST-002")
+def test_a_reply_with_web_and_news_gives_both_web_first() -> None:
+    """REQ-TEST-002: You.com adds `news` when it sees news intent; neither block is dropped."""
+    hits = _driver().parse(_response("web_and_news.json"))
+    assert [hit.url for hit in hits] == [
+        "https://www.python.org/downloads/release/python-3140/",
+        "https://news.example/python-314",
+    ]
+    assert [hit.rank for hit in hits] == [1, 2]

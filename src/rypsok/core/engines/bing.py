@@ -37,16 +37,21 @@ from rypsok.core.engines.base import (
     Admission,
     Category,
     Driver,
-    EngineFailure,
     EngineRequest,
     EngineResponse,
-    FailureClass,
     FollowUp,
     RawHit,
     SafeSearch,
     SearchParams,
 )
-from rypsok.core.engines.scrape import Element, first, has_class, read_page, text_of
+from rypsok.core.engines.scrape import (
+    Element,
+    first,
+    has_class,
+    read_page,
+    results_or_marker,
+    text_of,
+)
 from rypsok.core.trees import remove_keeping_tail
 
 _CHALLENGE: Final = (b"b_captcha", b"/challenge/verify", b"turing/captcha")
@@ -96,11 +101,7 @@ class Bing(Driver):
             hit = _hit(len(hits) + 1, result)
             if hit is not None:
                 hits.append(hit)
-        if hits:
-            return hits
-        if not results and page.xpath(f"//li[{has_class('b_no')}]"):
-            return []
-        raise EngineFailure(FailureClass.PARSE_FAILURE)
+        return results_or_marker(page, results, hits, f"//li[{has_class('b_no')}]")
 
 
 def _hit(rank: int, result: Element) -> RawHit | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime
+from email.utils import parsedate_to_datetime
 from typing import Annotated, Any, Final, TypeVar
 from urllib.parse import quote
 
@@ -218,6 +219,23 @@ def iso_date(value: str | None) -> str | None:
         return None
 
 
+def web_date(value: str | None) -> str | None:
+    """YYYY-MM-DD (UTC) from an ISO 8601 or an RFC 2822 date ("Wed, 23 Oct 2024 19:45:00 GMT").
+
+    News APIs pass on the date their source page gave, in either form.
+    """
+    found = iso_date(value)
+    if found is not None or value is None:
+        return found
+    try:
+        stamp = parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):  # a date no calendar holds
+        return None
+    if stamp.tzinfo is not None:
+        stamp = stamp.astimezone(UTC)
+    return stamp.date().isoformat()
+
+
 def epoch_date(seconds: int | None) -> str | None:
     """YYYY-MM-DD (UTC) of a Unix time; None when absent or out of range."""
     if seconds is None or not 0 <= seconds < _EPOCH_CEILING:
@@ -268,3 +286,139 @@ def _is_doi(name: str) -> bool:
         and name.isprintable()
         and " " not in name
     )
+
+
+# Keys under which providers put an error document, often under HTTP 200
+# (NCBI, Kagi, crates.io, npm, Tavily's keyless mode, Exa).
+_ERROR_KEYS: Final = ("error", "errors", "ERROR", "detail")
+# Words of a provider's throttle or spent-budget message (lower case).
+_THROTTLE_WORDS: Final = (
+    "rate limit",
+    "rate-limit",
+    "ratelimit",
+    "too many requests",
+    "usage limit",
+    "quota",
+    "limit exceeded",
+    "excessive requests",
+    "slow down",
+)
+# Words of a refused credential or client (lower case).
+_REFUSAL_WORDS: Final = (
+    "api key",
+    "api_key",
+    "apikey",
+    "unauthorized",
+    "unauthorised",
+    "not authorized",
+    "forbidden",
+    "authenticat",
+    "invalid key",
+)
+_WAIT_KEYS: Final = frozenset({"retry_after_seconds", "retry_after", "retryafter"})
+_CODE_KEYS: Final = frozenset({"code", "status", "status_code"})
+_SIGNALS_MAX: Final = 32  # values read from one error document: it is the provider's data
+
+
+class _ErrorSignals:
+    """What an error document says, as classes of words and numbers; no provider text kept."""
+
+    def __init__(self) -> None:
+        self.throttle = False
+        self.refusal = False
+        self.codes: set[int] = set()
+        self.wait_s: int | None = None
+        self.read = 0
+
+    def take(self, value: object, key: str = "", depth: int = 0) -> None:
+        if self.read >= _SIGNALS_MAX or depth > 3:
+            return
+        self.read += 1
+        if isinstance(value, dict):
+            for name, item in value.items():
+                self.take(item, str(name).lower(), depth + 1)
+        elif isinstance(value, list):
+            for item in value:
+                self.take(item, key, depth + 1)
+        elif isinstance(value, str):
+            self._take_text(value.lower(), key)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            self._take_number(value, key)
+
+    def _take_text(self, text: str, key: str) -> None:
+        self.throttle = self.throttle or any(word in text for word in _THROTTLE_WORDS)
+        self.refusal = self.refusal or any(word in text for word in _REFUSAL_WORDS)
+        if text.isdigit() and len(text) < 6:
+            self._take_number(int(text), key)
+
+    def _take_number(self, number: int, key: str) -> None:
+        if key in _WAIT_KEYS:
+            self.wait_s = number
+        elif key in _CODE_KEYS:
+            self.codes.add(number)
+
+
+def raise_for_error_document(
+    document: object,
+    results_key: str,
+    *,
+    credentials_sent: bool = False,
+    header_wait_ms: int | None = None,
+) -> None:
+    """The failure a provider's error document signals, whatever the HTTP status.
+
+    Many providers send errors under 200: an answer without its results (no
+    `results_key`, or an empty one) that carries `error`, `errors`, `ERROR`
+    or `detail` is the provider's refusal, not a drifted format. It is read
+    for classes only: a throttle or spent budget (429, rate-limit words, a
+    retry-after) is `rate_limited` with the wait; a refused key or client
+    (401, 403, key words) `auth_failure`, or `blocked` when no credential
+    was sent; anything else `request_failure`. No provider text is kept.
+    A throttle without a wait of its own keeps the answer's Retry-After
+    (`header_wait_ms`).
+    """
+    if not isinstance(document, dict) or document.get(results_key):
+        return
+    errors = [document[key] for key in _ERROR_KEYS if document.get(key)]
+    if not errors:
+        return
+    signals = _ErrorSignals()
+    for error in errors:
+        signals.take(error)
+    for key in _CODE_KEYS:
+        signals.take(document.get(key), key)
+    if signals.throttle or 429 in signals.codes or signals.wait_s is not None:
+        wait_ms = capped_wait_ms(signals.wait_s or 0)
+        raise EngineFailure(
+            FailureClass.RATE_LIMITED, retry_after_ms=wait_ms if wait_ms else header_wait_ms
+        )
+    if signals.refusal or signals.codes & {401, 403}:
+        raise EngineFailure(FailureClass.AUTH_FAILURE if credentials_sent else FailureClass.BLOCKED)
+    raise EngineFailure(FailureClass.REQUEST_FAILURE)
+
+
+def read_answer(
+    model: type[_M], response: EngineResponse, results_key: str, *, credentials_sent: bool = False
+) -> _M:
+    """The JSON answer as `model`, after its error document (if any) is classified."""
+    document = decode_json(response)
+    raise_for_error_document(
+        document,
+        results_key,
+        credentials_sent=credentials_sent,
+        header_wait_ms=retry_after_ms(response.headers),
+    )
+    return validate(model, document)
+
+
+def listed_or_empty(items: list[_I] | None, total: object) -> list[_I]:
+    """The answer's result list; one without it is empty only when its own total says 0.
+
+    Providers drop the list key from an empty answer (dblp's `hits` without
+    `hit`); an answer that lost the list while counting results drifted.
+    """
+    if items is not None:
+        return items
+    if total in (0, "0"):
+        return []
+    raise EngineFailure(FailureClass.PARSE_FAILURE)

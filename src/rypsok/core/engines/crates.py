@@ -38,10 +38,10 @@ from rypsok.core.engines.base import (
 from rypsok.core.engines.common import (
     StrictModel,
     collect_hits,
-    decode_json,
     iso_date,
+    listed_or_empty,
     raise_for_status,
-    validate,
+    read_answer,
     validate_or_none,
 )
 
@@ -49,8 +49,13 @@ from rypsok.core.engines.common import (
 _CRATE_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
+class _Meta(StrictModel):
+    total: int | None = None
+
+
 class _Answer(StrictModel):
-    crates: list[object]
+    crates: list[object] | None = None  # absent: empty only when `meta.total` is 0
+    meta: _Meta = _Meta()
 
 
 class _Crate(StrictModel):
@@ -88,8 +93,9 @@ class Crates(Driver):
         # No credential is sent: a 403 (crates.io's answer to a missing or
         # anonymous User-Agent) refuses the client, blocked; 429 rate_limited.
         raise_for_status(response)
-        answer = validate(_Answer, decode_json(response))
-        return collect_hits(answer.crates, _hit)
+        # `{"errors": [...]}` under 200 is crates.io refusing the request.
+        answer = read_answer(_Answer, response, "crates")
+        return collect_hits(listed_or_empty(answer.crates, answer.meta.total), _hit)
 
 
 def _hit(position: int, item: object) -> RawHit | None:

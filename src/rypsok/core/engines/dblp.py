@@ -47,12 +47,15 @@ from rypsok.core.engines.common import (
     collect_hits,
     decode_json,
     doi_url,
+    listed_or_empty,
     raise_for_status,
     validate,
     validate_or_none,
 )
 
 _AUTHORS_SHOWN: Final = 5
+_WEB: Final = ("https://", "http://")
+_DOI_HOSTS: Final = frozenset({"doi.org", "dx.doi.org"})
 
 
 class _Status(StrictModel):
@@ -61,10 +64,11 @@ class _Status(StrictModel):
 
 class _Hits(StrictModel):
     hit: object = None  # absent: no results; an object when one, a list otherwise
+    total: str | int | None = Field(default=None, alias="@total")
 
 
 class _Result(StrictModel):
-    status: _Status
+    status: _Status | None = None  # absent: the answer is read by its hits alone
     hits: _Hits
 
 
@@ -86,7 +90,7 @@ class _Info(StrictModel):
     doi: str | None = None
     ee: object = None
     venue: object = None
-    year: str | None = None
+    year: str | int | None = None  # a string in dblp's JSON; a number is the same year
     authors: _Authors | None = None
 
 
@@ -121,9 +125,13 @@ class Dblp(Driver):
         # 429 with Retry-After is dblp's overload signal (rate_limited).
         raise_for_status(response)
         answer = validate(_Answer, decode_json(response))
-        if answer.result.status.code != "200":
+        status = answer.result.status
+        if status is not None and status.code != "200":
             raise EngineFailure(FailureClass.REQUEST_FAILURE)
-        return collect_hits(_as_list(answer.result.hits.hit), _hit)
+        hits = answer.result.hits
+        # No `hit` key is dblp's empty answer, when `@total` agrees (or is absent).
+        listed = None if hits.hit is None else _as_list(hits.hit)
+        return collect_hits(listed_or_empty(listed, hits.total or 0), _hit)
 
 
 def _as_list(value: object) -> list[object]:
@@ -151,10 +159,18 @@ def _url(info: _Info) -> str | None:
     by_doi = doi_url(info.doi)
     if by_doi is not None:
         return by_doi
-    pages = [ee for ee in _as_list(info.ee) if isinstance(ee, str) and ee.startswith("https://")]
+    # Older records link the publisher over plain http: still the publisher's page.
+    pages = [ee for ee in _as_list(info.ee) if isinstance(ee, str) and ee.startswith(_WEB)]
     if pages:
-        return doi_url(pages[0].removeprefix("https://doi.org/")) or pages[0]
+        return doi_url(_doi_in(pages[0])) or pages[0]
     return info.url if info.url and info.url.startswith("https://") else None
+
+
+def _doi_in(page: str) -> str:
+    """The DOI of a doi.org resolver link (any scheme, `dx.` or not); "" for another page."""
+    scheme, _, rest = page.partition("://")
+    host, _, path = rest.partition("/")
+    return path if host.lower() in _DOI_HOSTS and scheme in ("https", "http") else ""
 
 
 def _snippet(info: _Info) -> str:
@@ -163,7 +179,8 @@ def _snippet(info: _Info) -> str:
              if name]  # fmt: skip
     shown = ", ".join(names[:_AUTHORS_SHOWN]) + (" et al." if len(names) > _AUTHORS_SHOWN else "")
     venues = [venue for venue in _as_list(info.venue) if isinstance(venue, str)]
-    where = " ".join(part for part in (", ".join(venues), info.year or "") if part)
+    year = str(info.year) if info.year is not None else ""
+    where = " ".join(part for part in (", ".join(venues), year) if part)
     return " · ".join(part for part in (shown, where) if part)
 
 

@@ -49,7 +49,14 @@ from rypsok.core.engines.base import (
     TimeRange,
 )
 from rypsok.core.engines.options import DuckDuckGoConfig
-from rypsok.core.engines.scrape import Element, first, has_class, read_page, text_of
+from rypsok.core.engines.scrape import (
+    Element,
+    first,
+    has_class,
+    read_page,
+    results_or_marker,
+    text_of,
+)
 
 _ENDPOINTS: Final = {
     "html": "https://html.duckduckgo.com/html/",
@@ -124,7 +131,7 @@ def _html_hits(root: Element) -> list[RawHit]:
         hits.append(
             RawHit(rank=len(hits) + 1, url=url, title=text_of(link), snippet=text_of(snippet))
         )
-    return _checked(root, results, hits, f"//div[{has_class('no-results')}]")
+    return results_or_marker(root, results, hits, f"//div[{has_class('no-results')}]")
 
 
 def _lite_hits(root: Element) -> list[RawHit]:
@@ -147,16 +154,7 @@ def _lite_hits(root: Element) -> list[RawHit]:
             RawHit(rank=len(hits) + 1, url=url, title=text_of(link), snippet=text_of(snippet))
         )
     marker = "//td[normalize-space(.)='No results.']"
-    return _checked(root, links, hits, marker)
-
-
-def _checked(root: Element, found: list[Element], hits: list[RawHit], marker: str) -> list[RawHit]:
-    """Hits; [] only under the no-results marker; otherwise the page drifted."""
-    if hits:
-        return hits
-    if not found and root.xpath(marker):
-        return []
-    raise EngineFailure(FailureClass.PARSE_FAILURE)
+    return results_or_marker(root, links, hits, marker)
 
 
 def _target(href: str) -> str | None:

@@ -41,10 +41,9 @@ from rypsok.core.engines.base import (
 from rypsok.core.engines.common import (
     StrictModel,
     collect_hits,
-    decode_json,
     iso_date,
     raise_for_status,
-    validate,
+    read_answer,
     validate_or_none,
     window_start,
 )
@@ -62,7 +61,7 @@ class _Result(StrictModel):
     url: str = Field(min_length=1)
     title: str | None = None
     publishedDate: str | None = None
-    highlights: list[str] | None = None
+    highlights: list[str] | str | None = None  # a list; one string is read as one entry
     text: str | None = None
     summary: str | None = None
 
@@ -105,15 +104,19 @@ class Exa(Driver):
         )
 
     def parse(self, response: EngineResponse) -> list[RawHit]:
-        raise_for_status(response, credentials_sent=self.settings.api_key is not None)
-        return collect_hits(validate(_Answer, decode_json(response)).results, _hit)
+        keyed = self.settings.api_key is not None
+        raise_for_status(response, credentials_sent=keyed)
+        # `{"requestId", "error", "tag"}` is Exa's error document, whatever the status.
+        answer = read_answer(_Answer, response, "results", credentials_sent=keyed)
+        return collect_hits(answer.results, _hit)
 
 
 def _hit(position: int, item: object) -> RawHit | None:
     result = validate_or_none(_Result, item)
     if result is None or not result.title:
         return None
-    snippet = (result.highlights or [""])[0] or result.text or result.summary or ""
+    highlights = [result.highlights] if isinstance(result.highlights, str) else result.highlights
+    snippet = (highlights or [""])[0] or result.text or result.summary or ""
     return RawHit(
         rank=position,
         url=result.url,

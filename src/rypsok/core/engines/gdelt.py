@@ -61,6 +61,7 @@ from rypsok.core.engines.common import (
     StrictModel,
     collect_hits,
     decode_json,
+    raise_for_error_document,
     raise_for_status,
     validate,
     validate_or_none,
@@ -131,8 +132,10 @@ class Gdelt(Driver):
         if not _looks_like_json(response.body):
             # GDELT's message for a query it refuses: not a format drift.
             raise EngineFailure(FailureClass.REQUEST_FAILURE)
-        answer = validate(_Answer, _decode(response))
-        return collect_hits(answer.articles, _hit)
+        document = _decode(response)
+        # An error document is no empty answer, even though GDELT's empty one is `{}`.
+        raise_for_error_document(document, "articles")
+        return collect_hits(validate(_Answer, document).articles, _hit)
 
 
 def _hit(position: int, item: object) -> RawHit | None:

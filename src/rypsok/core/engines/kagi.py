@@ -46,11 +46,10 @@ from rypsok.core.engines.base import (
 from rypsok.core.engines.common import (
     StrictModel,
     collect_hits,
-    decode_json,
     iso_date,
     raise_for_status,
+    read_answer,
     utc_day,
-    validate,
     validate_or_none,
     window_start,
 )
@@ -115,8 +114,11 @@ class Kagi(Driver):
         return json_post(self.endpoint, payload, credential=credential)
 
     def parse(self, response: EngineResponse) -> list[RawHit]:
-        raise_for_status(response, credentials_sent=self.settings.api_key is not None)
-        answer = validate(_Answer, decode_json(response))
+        keyed = self.settings.api_key is not None
+        raise_for_status(response, credentials_sent=keyed)
+        # The v1 error envelope (`data: []`, `error: [{code, message}]`) may
+        # come under 200: its codes and words decide the class.
+        answer = read_answer(_Answer, response, "data", credentials_sent=keyed)
         if answer.error:
             raise EngineFailure(FailureClass.REQUEST_FAILURE)
         if not isinstance(answer.data, _Data):

@@ -46,9 +46,10 @@ from rypsok.core.engines.common import (
     Lenient,
     StrictModel,
     collect_hits,
+    json_model,
     raise_for_interstitial,
     raise_for_status,
-    read_json,
+    read_answer,
 )
 
 _KEY_HEADER: Final = "API-Key"
@@ -110,8 +111,13 @@ class Marginalia(Driver):
             raise EngineFailure(
                 FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(response.headers)
             )
-        raise_for_status(response, credentials_sent=self.settings.api_key is not None)
-        answer = read_json(_Answer, response)
+        keyed = self.settings.api_key is not None
+        raise_for_status(response, credentials_sent=keyed)
+        # One pass over the bytes for a result list; anything else is read
+        # again as a document, so an error sent under 200 is classified.
+        answer = json_model(_Answer, response) or read_answer(
+            _Answer, response, "results", credentials_sent=keyed
+        )
         notice = _attribution(answer.license)
         return collect_hits(answer.results, lambda position, item: _hit(position, item, notice))
 

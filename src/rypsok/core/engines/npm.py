@@ -37,19 +37,24 @@ from rypsok.core.engines.base import (
 from rypsok.core.engines.common import (
     StrictModel,
     collect_hits,
-    decode_json,
     iso_date,
+    listed_or_empty,
     raise_for_status,
-    validate,
+    read_answer,
     validate_or_none,
 )
 
-# npm's package-name rules: lower-case URL-safe characters, optionally @scope/.
-_PACKAGE_NAME: Final = re.compile(r"^(?:@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]{0,213}$")
+# npm's package-name rules: URL-safe characters, optionally @scope/. New names
+# are lower case; packages published before 2017 keep upper-case letters
+# (`JSONStream`), and the registry still serves them.
+_PACKAGE_NAME: Final = re.compile(
+    r"^(?:@[a-z0-9][a-z0-9._~-]*/)?[A-Za-z0-9][A-Za-z0-9._~-]{0,213}$"
+)
 
 
 class _Answer(StrictModel):
-    objects: list[object]
+    objects: list[object] | None = None  # absent: empty only when `total` is 0
+    total: int | None = None
 
 
 class _Package(StrictModel):
@@ -89,8 +94,9 @@ class Npm(Driver):
     def parse(self, response: EngineResponse) -> list[RawHit]:
         # 429 is the registry's rate limit; 400 (a query it refuses) request_failure.
         raise_for_status(response)
-        answer = validate(_Answer, decode_json(response))
-        return collect_hits(answer.objects, _hit)
+        # `{"error": ...}` under 200 is the registry refusing the query.
+        answer = read_answer(_Answer, response, "objects")
+        return collect_hits(listed_or_empty(answer.objects, answer.total), _hit)
 
 
 def _hit(position: int, item: object) -> RawHit | None:

@@ -51,12 +51,12 @@ from rypsok.core.engines.base import (
 from rypsok.core.engines.common import (
     StrictModel,
     collect_hits,
-    decode_json,
     doi_url,
     iso_date,
+    listed_or_empty,
     raise_for_status,
+    read_answer,
     utc_day,
-    validate,
     validate_or_none,
     window_start,
 )
@@ -71,8 +71,13 @@ _LANGUAGES: Final = frozenset(
 )
 
 
+class _Meta(StrictModel):
+    count: int | None = None
+
+
 class _Answer(StrictModel):
-    results: list[object]
+    results: list[object] | None = None  # absent: empty only when `meta.count` is 0
+    meta: _Meta = _Meta()
 
 
 class _Source(StrictModel):
@@ -135,8 +140,11 @@ class OpenAlex(Driver):
             raise EngineFailure(
                 FailureClass.RATE_LIMITED, retry_after_ms=retry_after_ms(response.headers)
             )
-        raise_for_status(response, credentials_sent=self.settings.api_key is not None)
-        hits = collect_hits(validate(_Answer, decode_json(response)).results, _hit)
+        keyed = self.settings.api_key is not None
+        raise_for_status(response, credentials_sent=keyed)
+        # `{"error", "message"}` is OpenAlex's error document, whatever the status.
+        answer = read_answer(_Answer, response, "results", credentials_sent=keyed)
+        hits = collect_hits(listed_or_empty(answer.results, answer.meta.count), _hit)
         if response.headers.get("x-ratelimit-remaining", "").strip() == "0":
             # The day's budget is spent with this answer: the next request would
             # only meet a 429, so the queue waits as long as it ever does.

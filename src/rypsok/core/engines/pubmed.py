@@ -60,6 +60,8 @@ from rypsok.core.engines.common import (
     collect_hits,
     decode_json,
     doi_url,
+    listed_or_empty,
+    raise_for_error_document,
     raise_for_status,
     validate,
     validate_or_none,
@@ -79,7 +81,8 @@ _LANGUAGE_NAMES: Final = {
 
 
 class _SearchResult(StrictModel):
-    idlist: list[str]
+    idlist: list[str] | None = None  # absent: empty only when `count` is "0"
+    count: str | None = None
     error: str | None = Field(default=None, alias="ERROR")
 
 
@@ -182,7 +185,11 @@ class PubMed(Driver):
     def parse(self, response: EngineResponse) -> list[RawHit]:
         raise_for_status(response)
         document = decode_json(response)
-        _raise_for_error_document(document)
+        # NCBI's `{"error": "API rate limit exceeded"}` often comes under 200.
+        raise_for_error_document(document, "result")
+        if isinstance(document, dict) and "esummaryresult" in document and "result" not in document:
+            # esummary's own refusal ("Invalid uid", "Empty id list"): no records.
+            raise EngineFailure(FailureClass.REQUEST_FAILURE)
         if isinstance(document, dict) and "esearchresult" in document:
             return self._after_search(validate(_Search, document).esearchresult)
         summaries = validate(_Summaries, document).result
@@ -193,8 +200,9 @@ class PubMed(Driver):
         """No ids: the empty answer. Ids: the esummary request for them, as a follow-up."""
         if found.error is not None:
             raise EngineFailure(FailureClass.REQUEST_FAILURE)
-        ids = [pmid for pmid in found.idlist if _PMID.match(pmid)]
-        if found.idlist and not ids:
+        listed = listed_or_empty(found.idlist, found.count)
+        ids = [pmid for pmid in listed if _PMID.match(pmid)]
+        if listed and not ids:
             raise EngineFailure(FailureClass.PARSE_FAILURE)
         if not ids:
             return []
@@ -202,16 +210,6 @@ class PubMed(Driver):
         return FollowUp(
             EngineRequest(url=self._url("esummary.fcgi"), params=(*query, *self._identity()))
         )
-
-
-def _raise_for_error_document(document: object) -> None:
-    """NCBI's `{"error": ...}`: its rate limit (often under 200), or another refusal."""
-    if not isinstance(document, dict) or "error" not in document:
-        return
-    message = document["error"]
-    if isinstance(message, str) and "rate limit" in message.lower():
-        raise EngineFailure(FailureClass.RATE_LIMITED)
-    raise EngineFailure(FailureClass.REQUEST_FAILURE)
 
 
 def _ncbi_day(epoch: float) -> str:

@@ -10,13 +10,16 @@ not an API. The rules of REQ-ENG-013…015, in the order a page meets them:
 2. Redirects. A 3xx whose Location stays on the provider's host (scheme and
    host of the engine's endpoint) is followed once, as a `FollowUp` in the
    same turn; one off that host (a challenge host, a consent page) is
-   `blocked` and is never requested.
+   `blocked` and is never requested, and so is one on the host whose
+   Location names a challenge (Bing's `/turing/captcha/…`, Startpage's
+   `/sp/captcha`): reading the CAPTCHA would only be a step towards solving it.
 3. Bounds. The body is bounded by the admission's `max_body_bytes` in egress;
    the document is parsed by web_fetch's bounded parser with the same node and
    depth bounds (LIM-F10, LIM-F11), so a hostile page costs no more than a
    fetched one. Parsing happens off the event loop under LIM-C5 (`exchange`).
 4. Results or marker. A page with results gives them in page order; a page
-   with the provider's own no-results marker is empty; anything else (a
+   with the provider's own no-results marker is empty (the marker may sit in
+   a result container of its own, as DuckDuckGo's does); anything else (a
    drifted layout, an unannounced empty page) is `parse_failure`, never empty.
    So is a page cut short (no closing `</html>`): it may have lost results
    without a sign.
@@ -35,6 +38,7 @@ from rypsok.core.engines.base import (
     EngineResponse,
     FailureClass,
     FollowUp,
+    RawHit,
     retry_after_ms,
 )
 from rypsok.core.engines.common import (
@@ -53,6 +57,8 @@ _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 _HTML_TYPES: Final = frozenset({"text/html", "application/xhtml+xml"})
 _END_OF_PAGE: Final = b"</html>"
 _TAIL_BYTES: Final = 4_096
+# Words of a redirect to a challenge, on the provider's host or off it.
+_CHALLENGE_PATHS: Final = ("captcha", "challenge", "/sorry", "anomaly")
 
 
 def raise_for_page_status(response: EngineResponse, challenge_markers: Iterable[bytes]) -> None:
@@ -83,6 +89,9 @@ def follow_on_host(response: EngineResponse, endpoint: str) -> FollowUp | None:
     origin = urlsplit(endpoint)
     if not location or (target.scheme, target.netloc) != (origin.scheme, origin.netloc):
         raise EngineFailure(FailureClass.BLOCKED)
+    # The path only: the query carries the caller's words, which may be "captcha".
+    if any(word in target.path.lower() for word in _CHALLENGE_PATHS):
+        raise EngineFailure(FailureClass.BLOCKED)  # a challenge on the provider's own host
     url = urlunsplit((target.scheme, target.netloc, target.path or "/", "", ""))
     params = tuple(parse_qsl(target.query, keep_blank_values=True))
     return FollowUp(EngineRequest(url=url, params=params))
@@ -116,6 +125,25 @@ def read_page(
         # A page with no element to build a tree from (FZ-3: "</html>" alone): a
         # driver answers with an EngineFailure, never with the parser's own error.
         raise EngineFailure(FailureClass.PARSE_FAILURE) from None
+
+
+def results_or_marker(
+    root: Element, found: list[Element], hits: list[RawHit], marker: str
+) -> list[RawHit]:
+    """The page's hits; [] under the provider's no-results marker; otherwise parse_failure.
+
+    `found` are the result containers the driver's path matched. A container
+    that holds the marker is the marker (DuckDuckGo's "No results." item is a
+    `web-result` div of its own); any other container without a hit is a
+    result the driver could not read: the page drifted, it is not empty.
+    """
+    if hits:
+        return hits
+    markers = root.xpath(marker)
+    holders = {id(element) for mark in markers for element in (mark, *mark.iterancestors())}
+    if markers and all(id(container) in holders for container in found):
+        return []
+    raise EngineFailure(FailureClass.PARSE_FAILURE)
 
 
 def has_class(name: str) -> str:

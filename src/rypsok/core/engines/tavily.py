@@ -45,11 +45,10 @@ from rypsok.core.engines.base import (
 from rypsok.core.engines.common import (
     StrictModel,
     collect_hits,
-    decode_json,
-    iso_date,
     raise_for_status,
-    validate,
+    read_answer,
     validate_or_none,
+    web_date,
 )
 from rypsok.core.engines.options import TavilyConfig
 from rypsok.core.engines.post import json_post
@@ -108,8 +107,12 @@ class Tavily(Driver):
         if response.status in _BUDGET_SPENT:
             # The plan's or pay-as-you-go budget is spent: wait as long as we ever do.
             raise EngineFailure(FailureClass.RATE_LIMITED, retry_after_ms=limits.RETRY_AFTER_MAX_MS)
-        raise_for_status(response, credentials_sent=self.settings.api_key is not None)
-        return collect_hits(validate(_Answer, decode_json(response)).results, _hit)
+        keyed = self.settings.api_key is not None
+        raise_for_status(response, credentials_sent=keyed)
+        # Tavily's `{"detail": {"error": ...}}` and its keyless-mode `error`
+        # envelope (with `retry_after_seconds`) may come under 200.
+        answer = read_answer(_Answer, response, "results", credentials_sent=keyed)
+        return collect_hits(answer.results, _hit)
 
 
 def _hit(position: int, item: object) -> RawHit | None:
@@ -121,5 +124,5 @@ def _hit(position: int, item: object) -> RawHit | None:
         url=result.url,
         title=result.title,
         snippet=result.content or "",
-        date=iso_date(result.published_date),
+        date=web_date(result.published_date),
     )

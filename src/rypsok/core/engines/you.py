@@ -38,10 +38,9 @@ from rypsok.core.engines.base import (
 from rypsok.core.engines.common import (
     StrictModel,
     collect_hits,
-    decode_json,
     iso_date,
     raise_for_status,
-    validate,
+    read_answer,
     validate_or_none,
 )
 
@@ -66,7 +65,7 @@ class _Result(StrictModel):
     url: str = Field(min_length=1)
     title: str = Field(min_length=1)
     description: str | None = None
-    snippets: list[str] | None = None
+    snippets: list[str] | str | None = None  # a list; one string is read as one entry
     page_age: str | None = None
 
 
@@ -114,19 +113,22 @@ class You(Driver):
         )
 
     def parse(self, response: EngineResponse) -> list[RawHit]:
-        raise_for_status(response, credentials_sent=self.settings.api_key is not None)
-        blocks = validate(_Answer, decode_json(response)).results
-        # The request does not travel with the answer: news results come in
-        # `news`, web results in `web`; a reply holds the block asked for.
-        items = blocks.news if blocks.web is None else blocks.web
-        return collect_hits(items or [], _hit)
+        keyed = self.settings.api_key is not None
+        raise_for_status(response, credentials_sent=keyed)
+        # `{status, code, title, detail}` is You.com's error document.
+        blocks = read_answer(_Answer, response, "results", credentials_sent=keyed).results
+        # One reply may hold both blocks: `news` comes when You.com's classifier
+        # finds news intent, whatever was asked. Web results first, then news,
+        # in the provider's order; a URL in both merges downstream.
+        return collect_hits([*(blocks.web or []), *(blocks.news or [])], _hit)
 
 
 def _hit(position: int, item: object) -> RawHit | None:
     result = validate_or_none(_Result, item)
     if result is None:
         return None
-    snippet = result.description or next(iter(result.snippets or []), "")
+    snippets = [result.snippets] if isinstance(result.snippets, str) else result.snippets or []
+    snippet = result.description or next(iter(snippets), "")
     return RawHit(
         rank=position,
         url=result.url,
