@@ -17,7 +17,6 @@ import anyio
 import pytest
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from rypsok.core.event_loop import EVENT_LOOP_ENV
 from tests.fakes.provider_server import ProviderServer
 from tests.mcp.test_event_loop import LOOPS
 from tests.mcp.test_search_stdio import routes
@@ -37,10 +36,10 @@ async def test_each_calls_lines_precede_its_answer_in_one_pipe(
     tmp_path: pathlib.Path, loop: str
 ) -> None:
     async with ProviderServer(routes()) as server:
-        config = write_config(tmp_path, engines_toml(server.base_url))
-        process = await anyio.open_process(
-            SERVE, stderr=subprocess.STDOUT, env=child_env(config, **{EVENT_LOOP_ENV: loop})
+        config = write_config(
+            tmp_path, engines_toml(server.base_url) + f'[runtime]\nevent_loop = "{loop}"\n'
         )
+        process = await anyio.open_process(SERVE, stderr=subprocess.STDOUT, env=child_env(config))
         rypsok = AsyncRawServer(process)
         try:
             with anyio.fail_after(60):
