@@ -31,10 +31,11 @@ _response = FixtureResponses("gdelt")
 
 @pytest.mark.req("REQ-ENG-001", "REQ-ENG-010", "REQ-CMP-002")
 def test_declares_one_request_every_five_seconds() -> None:
-    """REQ-ENG-001, REQ-ENG-010, REQ-CMP-002: news, 5 s spacing, one at a time, no language."""
+    """REQ-ENG-001, REQ-ENG-010, REQ-CMP-002: news, 5 s spacing, one at a time, sourcelang."""
     assert Gdelt.id == "gdelt"
     assert Gdelt.categories == frozenset({Category.NEWS})
-    assert Gdelt.languages == frozenset()
+    assert {"en", "fr", "de", "zh"} <= Gdelt.languages
+    assert Gdelt.default_language is None  # no selection: every language
     assert Gdelt.time_ranges == frozenset(TimeRange)
     assert Gdelt.admission.min_interval_ms == 5_000
     assert Gdelt.admission.max_concurrency == 1
@@ -82,6 +83,14 @@ def test_time_range_becomes_a_timespan(time_range: TimeRange, timespan: str | No
     """REQ-SEARCH-005, REQ-ENG-010: timespan for day, week, month; a year needs none."""
     request = Gdelt().build_request(SearchParams(query="x", time_range=time_range))
     assert dict(request.params).get("timespan") == timespan
+
+
+@pytest.mark.req("REQ-SEARCH-004", "REQ-ENG-010")
+@pytest.mark.parametrize(("language", "name"), [("fr", "french"), ("en", "english")])
+def test_a_language_becomes_a_sourcelang_operator(language: str, name: str) -> None:
+    """REQ-SEARCH-004, REQ-ENG-010: GDELT selects the language by `sourcelang:` in the query."""
+    request = Gdelt().build_request(SearchParams(query="climate summit", language=language))
+    assert dict(request.params)["query"] == f"climate summit sourcelang:{name}"
 
 
 @pytest.mark.req("REQ-TEST-002", "REQ-ENG-012", "REQ-RANK-003")

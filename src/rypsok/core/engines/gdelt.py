@@ -18,8 +18,15 @@ Query. `query=<query>&mode=artlist&format=json&maxrecords=<n>&sort=hybridrel`
 (relevance weighted by the outlet's prominence), `maxrecords` at most 250.
 Time range: `timespan=1d|7d|30d` for day, week and month. A year needs no
 parameter: GDELT never searches further back than its window of about three
-months, so every result already lies within the year. No language selection
-(GDELT's `sourcelang:` operator is not verified for ISO codes).
+months, so every result already lies within the year.
+
+Language. GDELT's `sourcelang:` query operator keeps the articles published
+in one language (research record: `query=Q sourcelang:eng`, S). The driver
+appends ` sourcelang:<name>` with the language's English name (`french`), the
+form of GDELT's own examples, which has none of the ambiguity of three-letter
+codes (ISO 639-2 `fre` or `fra`). `languages` is a conservative subset of the
+languages GDELT monitors and translates. Without a selection every language
+is searched.
 
 Result. Title = `title` (raw, in the article's language), URL = `url` as
 given, date = `seendate` (`YYYYMMDDTHHMMSSZ`, when GDELT first saw the
@@ -72,6 +79,24 @@ _THROTTLE_MARKER: Final = b"limit requests to one every"
 _THROTTLE_SAMPLE_BYTES: Final = 4096
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
 _TIMESPANS: Final = {TimeRange.DAY: "1d", TimeRange.WEEK: "7d", TimeRange.MONTH: "30d"}
+# ISO 639-1 -> the language name `sourcelang:` takes.
+_SOURCE_LANGUAGES: Final = {
+    "ar": "arabic",
+    "de": "german",
+    "en": "english",
+    "es": "spanish",
+    "fr": "french",
+    "it": "italian",
+    "ja": "japanese",
+    "ko": "korean",
+    "nl": "dutch",
+    "pl": "polish",
+    "pt": "portuguese",
+    "ru": "russian",
+    "tr": "turkish",
+    "uk": "ukrainian",
+    "zh": "chinese",
+}
 _SEEN_DATE: Final = re.compile(r"^([0-9]{4})([0-9]{2})([0-9]{2})T[0-9]{6}Z$")
 # A valid JSON escape, or a backslash that starts none (matched second, so a
 # valid escape is always consumed whole, including an escaped backslash).
@@ -96,6 +121,8 @@ class Gdelt(Driver):
     id: ClassVar[str] = "gdelt"
     categories: ClassVar[frozenset[Category]] = frozenset({Category.NEWS})
     releases_turn_on_answer: ClassVar[bool] = True  # one request, no pause asked
+    # Selected with the `sourcelang:` operator; none asked: every language.
+    languages: ClassVar[frozenset[str]] = frozenset(_SOURCE_LANGUAGES)
     time_ranges: ClassVar[frozenset[TimeRange]] = frozenset(TimeRange)
     # GDELT searches about three months back: a year reaches past all of it.
     unfiltered_time_ranges: ClassVar[frozenset[TimeRange]] = frozenset({TimeRange.YEAR})
@@ -111,7 +138,7 @@ class Gdelt(Driver):
 
     def build_request(self, params: SearchParams) -> EngineRequest:
         query: list[tuple[str, str]] = [
-            ("query", params.query),
+            ("query", _query_text(params)),
             ("mode", "artlist"),
             ("format", "json"),
             ("maxrecords", str(min(params.results, self._max_per_request))),
@@ -136,6 +163,12 @@ class Gdelt(Driver):
         # An error document is no empty answer, even though GDELT's empty one is `{}`.
         raise_for_error_document(document, "articles")
         return collect_hits(validate(_Answer, document).articles, _hit)
+
+
+def _query_text(params: SearchParams) -> str:
+    """The query, with ` sourcelang:<name>` when a language GDELT can select is asked for."""
+    name = _SOURCE_LANGUAGES.get(params.language) if params.language else None
+    return params.query if name is None else f"{params.query} sourcelang:{name}"
 
 
 def _hit(position: int, item: object) -> RawHit | None:
