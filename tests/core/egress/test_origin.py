@@ -58,19 +58,19 @@ _ENDPOINTS = st.sampled_from(
 )
 
 
-@pytest.mark.req("REQ-SEC-005", "REQ-SEC-017")
+@pytest.mark.req("REQ-SEC-017")
 @settings(max_examples=300, deadline=None)
 @given(endpoint=_ENDPOINTS, params=_PARAMS)
 def test_the_request_target_is_the_one_httpx2_wrote(
     endpoint: str, params: list[tuple[str, str]]
 ) -> None:
-    """REQ-SEC-005: path and query reach the provider byte for byte as before the lean path."""
+    """REQ-SEC-017: path and query reach the provider byte for byte as before the lean path."""
     url = httpx2.URL(endpoint)
     expected = httpx2.Request("GET", url, params=params or None).url.raw_path
     assert request_target(url, tuple(params)) == expected
 
 
-@pytest.mark.req("REQ-CMP-004", "REQ-SEC-005")
+@pytest.mark.req("REQ-CMP-004")
 @pytest.mark.parametrize(("method", "body"), [("GET", b""), ("POST", b'{"q":"x"}'), ("POST", b"")])
 def test_the_header_fields_are_the_ones_httpx2_sent(method: str, body: bytes) -> None:
     """REQ-CMP-004: Host first, the one User-Agent and the caller's fields in order, the length."""
@@ -286,11 +286,11 @@ async def _raw_server(seen: list[bytes]) -> AsyncIterator[int]:
         await server.wait_closed()
 
 
-@pytest.mark.req("REQ-SEC-005", "REQ-CMP-004")
+@pytest.mark.req("REQ-CMP-004")
 async def test_a_post_carries_its_body_with_its_length_and_the_one_user_agent(
     make_client: ClientFactory,
 ) -> None:
-    """REQ-SEC-005, REQ-CMP-004: a JSON API's POST: Host first, the length, the body, our UA."""
+    """REQ-CMP-004: a JSON API's POST: Host first, the length, the body, our UA."""
     seen: list[bytes] = []
     async with _raw_server(seen) as port:
         client = make_client(rules=LOOPBACK)

@@ -465,7 +465,7 @@ def _h11_bytes(client: EgressClient, url: httpx2.URL, request: OutboundRequest) 
     return (data or b"") + (connection.send(h11.EndOfMessage()) or b"")
 
 
-@pytest.mark.req("REQ-SEC-005", "REQ-CMP-004")
+@pytest.mark.req("REQ-CMP-004")
 @settings(max_examples=300, deadline=None)
 @given(
     fields=_DRIVER_FIELDS,
@@ -475,7 +475,7 @@ def _h11_bytes(client: EgressClient, url: httpx2.URL, request: OutboundRequest) 
 def test_the_request_bytes_are_the_ones_h11_wrote(
     fields: list[tuple[str, str]], params: list[tuple[str, str]], method_body: tuple[str, bytes]
 ) -> None:
-    """REQ-SEC-005, REQ-CMP-004: line, fields, length and body byte for byte, refusals alike.
+    """REQ-CMP-004: line, fields, length and body byte for byte, refusals alike.
 
     A value h11 refuses (a blank at either end) is refused here too, with
     egress's own error.
@@ -512,9 +512,13 @@ async def test_answer_fields_lose_surrounding_blanks_and_keep_empty_values(
     assert headers["x-inner"] == "a  b"
 
 
-@pytest.mark.req("REQ-SEC-005")
 @settings(max_examples=500, deadline=None)
 @given(text=st.text(st.sampled_from("aZ09_.-~ %+&=/?#éΩ\u00a0\t"), max_size=16))
 def test_form_quoting_is_quote_plus(text: str) -> None:
-    """REQ-SEC-005: the plain-text shortcut of the query encoding gives urlencode's bytes."""
+    """The plain-text shortcut of the query encoding gives urlencode's bytes.
+
+    An equivalence check of the encoder, so it names no requirement: that every
+    request leaves through the one egress component, judged by its profile, is
+    shown through a session (test_fetch_session.py, the one egress component).
+    """
     assert _form_quoted(text) == quote_plus(text)

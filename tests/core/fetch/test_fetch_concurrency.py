@@ -71,7 +71,7 @@ def most_at_once(starts: Iterable[float], lasting_s: float) -> int:
     return most
 
 
-@pytest.mark.req("REQ-SEC-012", "REQ-PERF-003")
+@pytest.mark.req("REQ-SEC-012")
 async def test_fetches_queued_for_a_slow_host_leave_another_hosts_fetch_prompt() -> None:
     """REQ-SEC-012: 12 fetches of a slow site (LIM-C4 = 2 in flight) do not hold up another site.
 
