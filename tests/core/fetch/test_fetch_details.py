@@ -336,7 +336,7 @@ async def test_br_and_zstd_bombs_end_too_large_without_inflating(coding: str, bo
 async def test_the_first_stage_that_refuses_decides_the_outcome() -> None:
     """REQ-PAGE-001: each request fails two stages; the earlier one in the order answers.
 
-    privacy check before egress; egress before robots.txt; robots.txt before
+    parameter validation before the privacy check; privacy check before egress; egress before robots.txt; robots.txt before
     the request; status before media type; media type before the byte limit;
     extraction before truncation (max_chars counts extracted text, not markup).
     """
@@ -353,6 +353,7 @@ async def test_the_first_stage_that_refuses_decides_the_outcome() -> None:
     token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
     async with ProviderServer(routes) as server:
         services = Services(fetch_config(server.base_url))
+        parameter = await fetch(services, f"https://10.0.0.1/?q={token}", max_chars=0)
         credential = await fetch(services, f"https://10.0.0.1/?q={token}")
         egress = await fetch(services, "https://10.0.0.1/private.pdf")
         robots = await fetch(services, server.url("/private.pdf"))
@@ -360,6 +361,8 @@ async def test_the_first_stage_that_refuses_decides_the_outcome() -> None:
         media = await fetch(services, server.url("/huge.pdf"))
         window = await fetch(services, server.url("/a"), max_chars=20)
         await services.aclose()
+    assert parameter["error"]["kind"] == "invalid_request"
+    assert parameter["error"]["detail"]["parameter"] == "max_chars"
     assert credential["error"]["detail"]["reason"] == "credential"
     assert egress["error"]["detail"]["reason"] == "egress"
     assert robots["error"]["detail"]["reason"] == "robots_txt"
