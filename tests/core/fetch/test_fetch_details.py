@@ -336,9 +336,10 @@ async def test_br_and_zstd_bombs_end_too_large_without_inflating(coding: str, bo
 async def test_the_first_stage_that_refuses_decides_the_outcome() -> None:
     """REQ-PAGE-001: each request fails two stages; the earlier one in the order answers.
 
-    parameter validation before the privacy check; privacy check before egress; egress before robots.txt; robots.txt before
-    the request; status before media type; media type before the byte limit;
-    extraction before truncation (max_chars counts extracted text, not markup).
+    parameter validation before the privacy check; privacy check before egress;
+    egress before robots.txt; robots.txt before the request; status before media
+    type; media type before the byte limit; extraction before truncation
+    (max_chars counts extracted text, not markup).
     """
     pdf_404 = Route(status=404, body=b"%PDF-1.7", headers={"content-type": "application/pdf"})
     routes = {
