@@ -68,7 +68,7 @@ class CallContext:
     caller: str  # the identity for limits and in-flight sharing
     given: frozenset[str]  # argument names the caller gave (the rest are defaults)
     notices: list[Notice]
-    started: float = 0.0  # time.monotonic() at the call's start: its deadline counts from it
+    started: float  # time.monotonic() at the call's start: its deadline counts from it
 
     def spent_s(self) -> float:
         return time.monotonic() - self.started
