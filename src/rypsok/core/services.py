@@ -68,6 +68,10 @@ class CallContext:
     caller: str  # the identity for limits and in-flight sharing
     given: frozenset[str]  # argument names the caller gave (the rest are defaults)
     notices: list[Notice]
+    started: float  # time.monotonic() at the call's start: its deadline counts from it
+
+    def spent_s(self) -> float:
+        return time.monotonic() - self.started
 
 
 # The application services, by the argument type `validate_arguments` builds for each
@@ -242,7 +246,7 @@ class Services:
         try:
             await self._admit(spec.name, caller)
             checked = contract.validate_arguments(spec, arguments)
-            context = CallContext(caller, frozenset(arguments or ()), notices)
+            context = CallContext(caller, frozenset(arguments or ()), notices, started)
             response = await self._run(checked, context)
         except ToolError as refusal:
             response = spec.output_model(outcome=Outcome.ERROR, notices=notices, error=refusal.info)
@@ -273,8 +277,24 @@ class Services:
             case _:
                 assert_never(arguments)
 
+    def _spare_s(self, tool: str) -> float | None:
+        """What a call of `tool` can spend on Redis before its own work needs the rest.
+
+        A search needs LIM-S5 + LIM-S6 of its LIM-S4 (an engine's full timeout and
+        the reserve), a fetch LIM-F4 of its LIM-F5 (one hop's full timeout): the
+        slack the first audit gave the cache lookup. engine_status has no
+        deadline: None leaves LIM-K4 alone. REQ-CACHE-006: no call waits beyond
+        its deadline because of Redis.
+        """
+        search, fetch = self.config.search, self.config.fetch
+        if tool == contract.WEB_SEARCH:
+            return (search.deadline_ms - search.engine_timeout_ms - search.reserve_ms) / 1000.0
+        if tool == contract.WEB_FETCH:
+            return (fetch.ceiling_ms - fetch.timeout_ms) / 1000.0
+        return None
+
     async def _admit(self, tool: str, caller: str) -> None:
-        retry_ms = await self._call_limits.admit(tool, caller)
+        retry_ms = await self._call_limits.admit(tool, caller, budget_s=self._spare_s(tool))
         if retry_ms is not None:
             raise ToolError(
                 ErrorKind.UNAVAILABLE,
@@ -371,15 +391,18 @@ class Services:
             preferred_language=args.language,
             time_range=TimeRange(args.time_range) if args.time_range else None,
             caller=call.caller,
+            spent_s=call.spent_s(),
         )
-        ceiling_s = self.config.search.ceiling_ms / 1000.0
+        ceiling_s = self.config.search.ceiling_ms / 1000.0 - call.spent_s()
         with anyio.move_on_after(ceiling_s):
             response = await self.search_pipeline.search(request, call.notices)
             returned = [r.url for r in response.results or ()]
             if self.config.fetch.strict:  # only strict mode keeps them (REQ-SEC-021)
                 self.fetch_pipeline.remember_returned(returned)
             if self.shared.returned_urls is not None:  # hook (issue 12): other instances'
-                await self.shared.returned_urls.remember(returned)
+                # Within what is left of LIM-S4: past it the URLs stay this process's only.
+                budget_s = self.config.search.deadline_ms / 1000.0 - call.spent_s()
+                await self.shared.returned_urls.remember(returned, budget_s=budget_s)
             return response
         raise ToolError(
             ErrorKind.UNAVAILABLE,
@@ -393,13 +416,29 @@ class Services:
     ) -> contract.WebFetchOutput:
         url = contract.check_text_length("url", args.url, limits.URL_MAX_CHARS)
         url = self._screen(contract.WEB_FETCH, url, call.notices)
-        shared = self.shared.returned_urls  # set in strict mode only
-        if shared is not None and await shared.contains(url):
-            self.fetch_pipeline.remember_returned([url])  # hook (issue 12): another instance's
+        await self._check_returned_elsewhere(url, call)
         from rypsok.core.fetch.pipeline import FetchRequest  # noqa: PLC0415 (loaded by now)
 
-        request = FetchRequest(url=url, max_chars=args.max_chars, start_char=args.start_char)
+        request = FetchRequest(url=url, max_chars=args.max_chars, start_char=args.start_char,
+                               spent_s=call.spent_s())  # fmt: skip
         return await self.fetch_pipeline.fetch(request, call.notices)
+
+    async def _check_returned_elsewhere(self, url: str, call: CallContext) -> None:
+        """Strict mode: take in `url` when another instance returned it (REQ-SEC-021).
+
+        Asked only for a URL this process does not know, within the fetch's
+        slack less what the call already spent. A Redis that does not answer
+        in time counts as "not returned": the URL is refused as any unknown
+        URL is (the safe side of a control), and the fetch keeps its LIM-F5.
+        """
+        shared = self.shared.returned_urls  # set in strict mode only
+        local = self.fetch_pipeline.returned_urls
+        if shared is None or (local is not None and local.contains(url)):
+            return
+        spare_s = self._spare_s(contract.WEB_FETCH)
+        budget_s = None if spare_s is None else spare_s - call.spent_s()
+        if await shared.contains(url, budget_s=budget_s):
+            self.fetch_pipeline.remember_returned([url])  # hook (issue 12): another instance's
 
     async def _engine_status(
         self, args: contract.EngineStatusArguments, call: CallContext

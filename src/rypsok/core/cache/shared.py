@@ -319,9 +319,15 @@ class SpacingFactory:
 
 
 class CallLimits(Protocol):
-    """REQ-MCP-010: None when a call may run, else the ms until one may."""
+    """REQ-MCP-010: None when a call may run, else the ms until one may.
 
-    async def admit(self, tool: str, caller: str) -> int | None: ...
+    `budget_s`: what the call can spend on a shared check before its own work
+    needs the rest of its deadline (None: no deadline, LIM-K4 alone).
+    """
+
+    async def admit(
+        self, tool: str, caller: str, *, budget_s: float | None = None
+    ) -> int | None: ...
 
 
 class LocalCallLimits:
@@ -330,7 +336,7 @@ class LocalCallLimits:
     def __init__(self, limiter: InvocationLimiter) -> None:
         self.limiter = limiter
 
-    async def admit(self, tool: str, caller: str) -> int | None:
+    async def admit(self, tool: str, caller: str, *, budget_s: float | None = None) -> int | None:
         return self.limiter.admit(tool, caller)
 
 
@@ -350,7 +356,7 @@ class SharedCallLimits:
         self._per_minute = per_minute
         self._admit = link.script(_ADMIT)
 
-    async def admit(self, tool: str, caller: str) -> int | None:
+    async def admit(self, tool: str, caller: str, *, budget_s: float | None = None) -> int | None:
         limit = self._per_minute.get(tool)
         if limit is None:
             return None
@@ -359,7 +365,11 @@ class SharedCallLimits:
         args = [limit, int(WINDOW_S * 1000), uuid.uuid4().hex]
         key = self._layout.calls(caller, tool)
         try:
-            retry_ms = await self._link.run("limits", lambda _: self._admit([key], args))
+            # Within the call's budget: a hung Redis may cost the check its shared count
+            # (the local window answers), never the call its deadline (REQ-CACHE-006).
+            retry_ms = await self._link.run(
+                "limits", lambda _: self._admit([key], args), budget_s=budget_s
+            )
         except SharedStateUnavailable:
             return self._local.admit(tool, caller)
         if int(retry_ms) > 0:
@@ -385,20 +395,31 @@ class SharedReturnedUrls:
         self._remember = link.script(_REMEMBER)
         self._known = link.script(_KNOWN)
 
-    async def remember(self, urls: list[str]) -> None:
+    async def remember(self, urls: list[str], *, budget_s: float | None = None) -> None:
+        """Share `urls`, within `budget_s`; without Redis they stay in the process's store."""
         if not urls:
             return
         names = [self._layout.returned_url(url) for url in urls]
         args = [RETURNED_URL_TTL_S * 1000, self._capacity, *names]
         try:
-            await self._link.run("returned_urls", lambda _: self._remember([self._key], args))
+            await self._link.run(
+                "returned_urls", lambda _: self._remember([self._key], args), budget_s=budget_s
+            )
         except SharedStateUnavailable:
             return
 
-    async def contains(self, url: str) -> bool:
+    async def contains(self, url: str, *, budget_s: float | None = None) -> bool:
+        """Whether another instance returned `url`; False when Redis does not answer.
+
+        False is the safe side of a control (REQ-SEC-021): a URL only another
+        instance returned is then refused as strict mode refuses any unknown
+        URL, never fetched unchecked because Redis is slow.
+        """
         args = [RETURNED_URL_TTL_S * 1000, self._layout.returned_url(url)]
         try:
-            found = await self._link.run("returned_urls", lambda _: self._known([self._key], args))
+            found = await self._link.run(
+                "returned_urls", lambda _: self._known([self._key], args), budget_s=budget_s
+            )
         except SharedStateUnavailable:
             return False
         return int(found) == 1

@@ -81,6 +81,9 @@ class FetchRequest:
     url: str
     max_chars: int
     start_char: int
+    # Seconds the call spent before the fetch (its limits and strict checks): LIM-F5
+    # bounds the whole call, so a slow shared check shortens the fetch, not the call.
+    spent_s: float = 0.0
 
 
 class FetchPipeline:
@@ -202,8 +205,9 @@ class FetchPipeline:
     # -- the call -------------------------------------------------------------------------
 
     async def fetch(self, request: FetchRequest, notices: list[Notice]) -> contract.WebFetchOutput:
-        deadline = self._clock() + self._config.ceiling_ms / 1000.0
-        with anyio.move_on_after(self._config.ceiling_ms / 1000.0):
+        ceiling_s = max(0.0, self._config.ceiling_ms / 1000.0 - request.spent_s)
+        deadline = self._clock() + ceiling_s
+        with anyio.move_on_after(ceiling_s):
             # Each hop takes a LIM-C3 slot and a slot of its host together and
             # waits holding neither (slots.py). The LIM-C3 slot is then kept until
             # extraction ends, so a body waiting to be parsed still counts:

@@ -93,6 +93,9 @@ class SearchRequest:
     time_range: TimeRange | None
     preferred_language: str | None = None  # the operator's default, passed where honoured
     caller: str = "local"  # identical requests in flight are shared per caller only
+    # Seconds the call spent before the search (its limits check): LIM-S4 counts from the
+    # start of the call, so a slow shared check shortens the search, never lengthens the call.
+    spent_s: float = 0.0
 
 
 class _Shared:
@@ -587,13 +590,14 @@ class SearchPipeline:
         chosen: list[Driver],
         params: SearchParams,
         intake: _Intake | None = None,
+        spent_s: float = 0.0,
     ) -> list[EngineAnswer]:
         """Every chosen engine's answer, each taken into `intake` as it arrives."""
         taking = (
             intake if intake is not None else _Intake(self._config.search.drop_instruction_like)
         )
         search = self._config.search
-        deadline = self._clock() + (search.deadline_ms - search.reserve_ms) / 1000.0
+        deadline = self._clock() + (search.deadline_ms - search.reserve_ms) / 1000.0 - spent_s
         answers: dict[str, EngineAnswer] = {}
 
         async def ask(driver: Driver) -> None:
@@ -683,7 +687,9 @@ class SearchPipeline:
                 retryable=False,
             )
         intake = _Intake(self._config.search.drop_instruction_like)
-        answers = await self._ask_all(request.caller, chosen, self._params(request), intake)
+        answers = await self._ask_all(
+            request.caller, chosen, self._params(request), intake, request.spent_s
+        )
         failed = [a for a in answers if a.failure is not None or a.skipped]
         notices.extend(_failure_notice(a) for a in failed)
         notices.extend(
