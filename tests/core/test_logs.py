@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import io
 import json
@@ -26,14 +27,20 @@ _UVLOOP = pytest.mark.skipif(importlib.util.find_spec("uvloop") is None, reason=
 def captured() -> Iterator[io.StringIO]:
     """rypsok's records through its own formatter into a buffer, the logger restored after."""
     buffer = io.StringIO()
-    handler = logging.StreamHandler(buffer)
+    with _only_handler("rypsok.test_logs", logging.StreamHandler(buffer)):
+        yield buffer
+
+
+@contextlib.contextmanager
+def _only_handler(name: str, handler: logging.Handler) -> Iterator[None]:
+    """`handler`, with rypsok's formatter, the only one logger `name` writes to; restored after."""
     handler.setFormatter(logs.JsonLineFormatter())
-    logger = logging.getLogger("rypsok.test_logs")
+    logger = logging.getLogger(name)
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False
     try:
-        yield buffer
+        yield
     finally:
         logger.removeHandler(handler)
         logger.propagate = True
@@ -282,18 +289,8 @@ class _Writes(io.StringIO):
 @pytest.fixture
 def turn_lines() -> Iterator[_Writes]:
     stream = _Writes()
-    handler = logs.TurnLines(stream)
-    handler.setFormatter(logs.JsonLineFormatter())
-    logger = logging.getLogger("rypsok.test_turns")
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-    try:
+    with _only_handler("rypsok.test_turns", logs.TurnLines(stream)):
         yield stream
-    finally:
-        logger.removeHandler(handler)
-        logger.propagate = True
-        logger.setLevel(logging.NOTSET)
 
 
 def _events(stream: _Writes) -> list[object]:

@@ -273,14 +273,19 @@ async def test_each_new_engine_empty_and_throttled_through_a_session(
                for n in limited["notices"]), limited["notices"]  # fmt: skip
 
 
+def _serve_until_end_of_input(config: pathlib.Path) -> subprocess.CompletedProcess[str]:
+    """`rypsok serve` with an empty stdin: it starts (or refuses) and ends at end of input."""
+    return subprocess.run(
+        [sys.executable, "-m", "rypsok", "serve", "--config", str(config)],
+        capture_output=True, text=True, env=child_env(), timeout=60, check=False, input="",
+    )  # fmt: skip
+
+
 @pytest.mark.req("REQ-ENG-013")
 def test_serve_refuses_a_scraping_engine_without_the_switch(tmp_path: pathlib.Path) -> None:
     """REQ-ENG-013: `serve` stops with exit 1 naming the engine, before serving anything."""
     config = write_config(tmp_path, "schema_version = 1\n[engines.bing]\nenabled = true\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "rypsok", "serve", "--config", str(config)],
-        capture_output=True, text=True, env=child_env(), timeout=60, check=False, input="",
-    )  # fmt: skip
+    run = _serve_until_end_of_input(config)
     assert run.returncode == 1
     assert "'bing'" in run.stderr and "human-facing page" in run.stderr
     assert run.stdout == ""
@@ -348,10 +353,7 @@ def test_check_refuses_a_wrong_engine_setting_naming_its_key(
 def test_serve_logs_each_keyed_engine_inactive_without_its_key(tmp_path: pathlib.Path) -> None:
     """REQ-OPS-003: the start-up log names every new engine's state before serving."""
     config = write_config(tmp_path, "schema_version = 1\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "rypsok", "serve", "--config", str(config)],
-        capture_output=True, text=True, env=child_env(), timeout=60, check=False, input="",
-    )  # fmt: skip
+    run = _serve_until_end_of_input(config)
     lines = [json.loads(line) for line in run.stderr.splitlines() if line.strip()]
     states = {line["engine"]: line["state"] for line in lines if line.get("event") == "engine"}
     assert all(states[engine] == "inactive_no_key" for engine in KEYED), states

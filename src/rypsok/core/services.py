@@ -381,6 +381,7 @@ class Services:
         query = contract.check_text_length("query", args.query, limits.QUERY_MAX_CHARS)
         query = self._screen(contract.WEB_SEARCH, query, call.notices)
         self._log_query(query)
+        spent_s = call.spent_s()  # the search and its ceiling both start from this
         request = SearchRequest(
             query=query,
             category=Category(args.category),
@@ -391,9 +392,9 @@ class Services:
             preferred_language=args.language,
             time_range=TimeRange(args.time_range) if args.time_range else None,
             caller=call.caller,
-            spent_s=call.spent_s(),
+            spent_s=spent_s,
         )
-        ceiling_s = self.config.search.ceiling_ms / 1000.0 - call.spent_s()
+        ceiling_s = self.config.search.ceiling_ms / 1000.0 - spent_s
         with anyio.move_on_after(ceiling_s):
             response = await self.search_pipeline.search(request, call.notices)
             returned = [r.url for r in response.results or ()]

@@ -79,6 +79,15 @@ async def test_lim_f9_bounds_the_url_as_it_is_sent() -> None:
     assert len(server.requests) == 2  # robots.txt and the page at the bound, nothing else
 
 
+async def _fetch_each(routes: dict[str, Route]) -> tuple[list[dict[str, Any]], ProviderServer]:
+    """One web_fetch of each route, in order; the server, whose requests stay readable."""
+    async with ProviderServer(routes) as server:
+        services = Services(fetch_config(server.base_url))
+        answers = [await fetch(services, server.url(path)) for path in routes]
+        await services.aclose()
+    return answers, server
+
+
 @pytest.mark.req("REQ-FETCH-001", "REQ-FETCH-006")
 async def test_an_over_long_redirect_location_ends_unavailable_not_internal() -> None:
     """REQ-FETCH-001: a Location over LIM-F9, raw or as sent, is neither followed nor named."""
@@ -86,10 +95,7 @@ async def test_an_over_long_redirect_location_ends_unavailable_not_internal() ->
         "/raw": Route(status=302, headers={"location": "/" + "a" * 3_000}),
         "/encoded": Route(status=302, headers={"location": "/" + "é" * 1_000}),
     }
-    async with ProviderServer(routes) as server:
-        services = Services(fetch_config(server.base_url))
-        answers = [await fetch(services, server.url(path)) for path in routes]
-        await services.aclose()
+    answers, server = await _fetch_each(routes)
     for payload in answers:
         error = payload["error"]
         assert (error["kind"], error["detail"]["reason"]) == ("unavailable", "unreachable")
@@ -107,10 +113,7 @@ async def test_a_location_no_url_parser_can_split_is_refused_not_internal() -> N
         "/bracket": Route(status=302, headers={"location": "http://[::1"}),
         "/port": Route(status=302, headers={"location": "https://[::1]:x/"}),
     }
-    async with ProviderServer(routes) as server:
-        services = Services(fetch_config(server.base_url))
-        answers = [await fetch(services, server.url(path)) for path in routes]
-        await services.aclose()
+    answers, _ = await _fetch_each(routes)
     for payload in answers:
         error = payload["error"]
         assert (error["kind"], error["detail"]["reason"]) == ("denied", "egress"), error
