@@ -44,7 +44,6 @@ def _fields(selector: _Selector) -> tuple[object, ...]:
         selector.tag,
         selector.plain,
         steps,
-        tuple(selector._compiled),
     )
 
 

@@ -308,7 +308,7 @@ def _plain_selector(compounds: list[_PlainCompound], axes: list[str]) -> _Select
         key,
         subject.tag,
         plain,
-        {} if plain is not None else {"self::": etree.XPath("self::" + expression)},
+        {},  # compiled when first matched: the subset's XPath is always valid
         expression,
     )
 
