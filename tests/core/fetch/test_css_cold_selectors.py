@@ -55,11 +55,15 @@ _TAGS = st.sampled_from(["", "*", "div", "DIV", "p", "h1", "span", "_t", "-t", "
 def _compounds(draw: st.DrawFn) -> str:
     names = draw(st.lists(st.tuples(st.sampled_from([".", "#"]), _NAMES), max_size=4))
     text = draw(_TAGS) + "".join(mark + name for mark, name in names)
-    return text or draw(st.sampled_from(["*", "div", ".a"]))
+    text = text or draw(st.sampled_from(["*", "div", ".a", ":hover"]))
+    return text + draw(st.sampled_from(["", "", ":hover", ":focus:active", "::before", ":after"]))
 
 
 _JOINS = st.sampled_from([" ", "  ", "\n", "\t", "\f", "\r\n", ">", " > ", "+", " ~ ", "~"])
-_ODD = st.sampled_from(["", " ", ",", ">", ":hover", "[x]", "\\61", "/* c */", "::before", "|"])
+_ODD = st.sampled_from(
+    ["", " ", ",", ">", ":hover", ":focus", ":HOVER", ":hovered", ":before", "::after", "::x"]
+    + [":first-line", ":visited", ":active", ":link", "[x]", "\\61", "/* c */", "::before", "|"]
+)
 
 
 @st.composite
@@ -91,6 +95,7 @@ _DOCUMENT = lxml_html.fromstring(
 @example("#a#b")
 @example("a#x.b#y.c")
 @example(".a ~ .b + p")
+@example(".a:hover .b:focus.c, a::after, :visited")
 @example("a > > b")
 @example("DIV")
 def test_plain_reader_equals_cssselect(text: str) -> None:
@@ -110,7 +115,19 @@ def test_the_generator_reaches_the_reader() -> None:
     """The property above is not vacuous: plain groups are read, others are declined."""
     assert _plain_group("div.a > p#b .c, *") is not None
     assert _plain_group(".a ~ .b + p") is not None
-    for outside in ("a:hover", "a[x]", "a::before", "\\61", "a > > b", "", "a,", ".1a", "p/**/"):
+    assert _plain_group("a:hover, .b::before") is not None
+    for outside in (
+        "a:link",
+        "a::before .b",
+        "a:hovered",
+        "a[x]",
+        "\\61",
+        "a > > b",
+        "",
+        "a,",
+        ".1a",
+        "p/**/",
+    ):
         assert _plain_group(outside) is None
 
 
