@@ -214,22 +214,29 @@ def _uncached_selectors(text: str) -> tuple[_Selector, ...]:
 
 # -- the plain subset, read without cssselect ------------------------------------------------
 
-# A group of compounds (a tag or `*`, then classes and ids) joined by combinators, in ASCII names without escapes: most selectors of real sheets. cssselect's
-# parse and translation cost more than the lxml compilation they feed, so this subset is
-# read here into exactly the fields cssselect's path gives (held to it field by field in
+# A group of compounds (a tag or `*`, then classes, ids and the dynamic pseudo-classes a
+# static page never matches; `::before`/`::after` last) joined by combinators, in ASCII
+# names without escapes: most selectors of real sheets. cssselect's parse and translation
+# cost more than the lxml compilation they feed, so this subset is read here into exactly
+# the fields cssselect's path gives (held to it field by field in
 # tests/core/fetch/test_css_cold_selectors.py); anything else goes to cssselect.
-_PLAIN_GROUP_TEXT: Final = re.compile(r"[A-Za-z0-9_.#*>+~, \t\n\r\f-]+")
+_PLAIN_GROUP_TEXT: Final = re.compile(r"[A-Za-z0-9_.#*>+~,: \t\n\r\f-]+")
 _PLAIN_COMPOUND: Final = re.compile(
-    r"(\*|[A-Za-z][A-Za-z0-9-]*)?((?:[.#]-?[A-Za-z_][A-Za-z0-9_-]*)*)"
+    r"(\*|[A-Za-z][A-Za-z0-9-]*)?"
+    r"((?:[.#]-?[A-Za-z_][A-Za-z0-9_-]*|:(?:hover|focus|active|visited)(?![A-Za-z0-9_-]))*)"
+    r"(::?(?:before|after))?"
 )
-_PLAIN_NAME: Final = re.compile(r"([.#])(-?[A-Za-z_][A-Za-z0-9_-]*)")
+_PLAIN_NAME: Final = re.compile(r"([.#:])(-?[A-Za-z_][A-Za-z0-9_-]*)")
+# cssselect translates these pseudo-classes to the condition `0` (never on a static page).
+_NEVER_CONDITION: Final = "0"
 _COMBINATORS_SPACED: Final = str.maketrans({">": " > ", "+": " + ", "~": " ~ "})
 
 
 class _PlainCompound(NamedTuple):
     tag: str | None  # lower case; None for `*` or no tag
-    names: tuple[tuple[str, str], ...]  # (".", class) and ("#", id), as written
+    names: tuple[tuple[str, str], ...]  # (".", class), ("#", id), (":", pseudo), as written
     xpath: str  # as cssselect's HTMLTranslator writes the compound
+    pseudo_element: bool  # `::before`, `::after`: the selector is not the element's text
 
 
 def _plain_group(text: str) -> tuple[_Selector, ...] | None:
@@ -249,7 +256,7 @@ def _plain_group(text: str) -> tuple[_Selector, ...] | None:
                 combinator = word
                 continue
             compound = _plain_compound(word)
-            if compound is None:
+            if compound is None or (compound.pseudo_element and index != len(words) - 1):
                 return None
             if compounds:
                 axes.append(combinator)
@@ -257,7 +264,8 @@ def _plain_group(text: str) -> tuple[_Selector, ...] | None:
             combinator = " "
         if not compounds:
             return None  # an empty selector of the group: invalid
-        compiled.append(_plain_selector(compounds, axes))
+        if not compounds[-1].pseudo_element:  # skipped as `_uncached_selectors` skips it
+            compiled.append(_plain_selector(compounds, axes))
     return tuple(compiled)
 
 
@@ -270,21 +278,26 @@ def _plain_compound(word: str) -> _PlainCompound | None:
     tag = None if written in (None, "*") else written.lower()
     condition = ""
     for mark, name in names:
-        test = (
-            f"@id = '{name}'"
-            if mark == "#"
-            else f"@class and contains(@class, '{name}') "
-            f"and contains(concat(' ', normalize-space(@class), ' '), ' {name} ')"
-        )
+        if mark == ":":
+            test = _NEVER_CONDITION
+        elif mark == "#":
+            test = f"@id = '{name}'"
+        else:
+            test = (
+                f"@class and contains(@class, '{name}') "
+                f"and contains(concat(' ', normalize-space(@class), ' '), ' {name} ')"
+            )
         condition = f"({condition}) and ({test})" if condition else test
     element = tag or "*"
-    return _PlainCompound(tag, names, f"{element}[{condition}]" if condition else element)
+    xpath = f"{element}[{condition}]" if condition else element
+    return _PlainCompound(tag, names, xpath, found.group(3) is not None)
 
 
 def _plain_selector(compounds: list[_PlainCompound], axes: list[str]) -> _Selector:
     """One selector of compounds (subject last), with cssselect's fields."""
     ids = [name for compound in compounds for mark, name in compound.names if mark == "#"]
     classes = [name for compound in compounds for mark, name in compound.names if mark == "."]
+    pseudo_classes = sum(mark == ":" for compound in compounds for mark, _ in compound.names)
     elements = sum(compound.tag is not None for compound in compounds)
     subject = compounds[-1]
     subject_ids = [name for mark, name in subject.names if mark == "#"]
@@ -295,14 +308,18 @@ def _plain_selector(compounds: list[_PlainCompound], axes: list[str]) -> _Select
     elif subject_classes:
         key = ("class", subject_classes[-1])
     plain: tuple[str | None, frozenset[str], str | None] | None = None
-    if len(compounds) == 1 and len(subject_ids) <= 1:
+    if (
+        len(compounds) == 1
+        and len(subject_ids) <= 1
+        and len(subject_classes) + len(subject_ids) == len(subject.names)
+    ):
         plain = (subject.tag, frozenset(subject_classes), subject_ids[0] if subject_ids else None)
     expression = compounds[0].xpath
     for compound, axis in zip(compounds[1:], axes, strict=True):
         expression = f"{compound.xpath}[{_AXES[axis]}{expression}]"
     return _Selector(
         None,
-        (len(ids), len(classes), elements),
+        (len(ids), len(classes) + pseudo_classes, elements),
         frozenset(classes),
         frozenset(ids),
         key,
