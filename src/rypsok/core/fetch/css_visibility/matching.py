@@ -173,9 +173,9 @@ def _cached_selectors(text: str) -> tuple[_Selector, ...]:
 
 
 def _uncached_selectors(text: str) -> tuple[_Selector, ...]:
-    plain = _plain_group(text)
-    if plain is not None:
-        return plain
+    read = _plain_group(text)
+    if read is not None:
+        return read
     try:
         parsed = parse_selectors(text)
     except (SelectorError, ValueError, TypeError, IndexError, AttributeError, RecursionError):
