@@ -11,8 +11,9 @@ its declarations (`properties`) and, when first matched, its selectors.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import tinycss2.color3  # type: ignore[import-untyped]
 from cssselect import HTMLTranslator, SelectorError
@@ -50,7 +51,7 @@ class _Selector:
     tree is linear in it (times the depth for an ancestor step).
     """
 
-    tree: Tree
+    tree: Tree | None  # None when `_plain_group` read it (its steps are then given)
     specificity: tuple[int, int, int]
     classes: frozenset[str]  # classes and ids every match must carry (for a cheap pre-check)
     ids: frozenset[str]
@@ -66,6 +67,8 @@ class _Selector:
         compiled = self._compiled.get(axis)
         if compiled is None:
             if self._steps is None:
+                if self.tree is None:  # never: `_plain_group` gives the steps it reads
+                    raise ExpressionError("a selector without its steps")
                 self._steps = _from_subject(self.tree)
             compiled = self._compiled[axis] = etree.XPath(axis + self._steps)
         return compiled
@@ -170,6 +173,9 @@ def _cached_selectors(text: str) -> tuple[_Selector, ...]:
 
 
 def _uncached_selectors(text: str) -> tuple[_Selector, ...]:
+    read = _plain_group(text)
+    if read is not None:
+        return read
     try:
         parsed = parse_selectors(text)
     except (SelectorError, ValueError, TypeError, IndexError, AttributeError, RecursionError):
@@ -204,6 +210,124 @@ def _uncached_selectors(text: str) -> tuple[_Selector, ...]:
             )
         )
     return tuple(compiled)
+
+
+# -- the plain subset, read without cssselect ------------------------------------------------
+
+# A group of compounds (a tag or `*`, then classes, ids and the dynamic pseudo-classes a
+# static page never matches; `::before`/`::after` last) joined by combinators, in ASCII
+# names without escapes: most selectors of real sheets. cssselect's parse and translation
+# cost more than the lxml compilation they feed, so this subset is read here into exactly
+# the fields cssselect's path gives (held to it field by field in
+# tests/core/fetch/test_css_cold_selectors.py); anything else goes to cssselect.
+_PLAIN_GROUP_TEXT: Final = re.compile(r"[A-Za-z0-9_.#*>+~,: \t\n\r\f-]+")
+_PLAIN_COMPOUND: Final = re.compile(
+    r"(\*|[A-Za-z][A-Za-z0-9-]*)?"
+    r"((?:[.#]-?[A-Za-z_][A-Za-z0-9_-]*|:(?:hover|focus|active|visited)(?![A-Za-z0-9_-]))*)"
+    r"(::?(?:before|after))?"
+)
+_PLAIN_NAME: Final = re.compile(r"([.#:])(-?[A-Za-z_][A-Za-z0-9_-]*)")
+# cssselect translates these pseudo-classes to the condition `0` (never on a static page).
+_NEVER_CONDITION: Final = "0"
+_COMBINATORS_SPACED: Final = str.maketrans({">": " > ", "+": " + ", "~": " ~ "})
+
+
+class _PlainCompound(NamedTuple):
+    tag: str | None  # lower case; None for `*` or no tag
+    names: tuple[tuple[str, str], ...]  # (".", class), ("#", id), (":", pseudo), as written
+    xpath: str  # as cssselect's HTMLTranslator writes the compound
+    pseudo_element: bool  # `::before`, `::after`: the selector is not the element's text
+
+
+def _plain_group(text: str) -> tuple[_Selector, ...] | None:
+    """The compiled selectors of a group in the plain subset; None for any other group."""
+    if _PLAIN_GROUP_TEXT.fullmatch(text) is None:
+        return None
+    compiled: list[_Selector] = []
+    for selector in text.split(","):
+        words = selector.translate(_COMBINATORS_SPACED).split()
+        compounds: list[_PlainCompound] = []
+        axes: list[str] = []  # the combinator before each compound but the first
+        combinator = " "
+        for index, word in enumerate(words):
+            if word in _AXES:
+                if combinator != " " or not compounds or index == len(words) - 1:
+                    return None  # `a > > b`, `> a`, `a >`: cssselect's errors
+                combinator = word
+                continue
+            compound = _plain_compound(word)
+            if compound is None or (compound.pseudo_element and index != len(words) - 1):
+                return None
+            if compounds:
+                axes.append(combinator)
+            compounds.append(compound)
+            combinator = " "
+        if not compounds:
+            return None  # an empty selector of the group: invalid
+        if not compounds[-1].pseudo_element:  # skipped as `_uncached_selectors` skips it
+            compiled.append(_plain_selector(compounds, axes))
+    return tuple(compiled)
+
+
+def _plain_compound(word: str) -> _PlainCompound | None:
+    found = _PLAIN_COMPOUND.fullmatch(word)
+    if found is None or not word:
+        return None
+    written, rest = found.group(1), found.group(2)
+    names = tuple((mark, name) for mark, name in _PLAIN_NAME.findall(rest))
+    tag = None if written in (None, "*") else written.lower()
+    condition = ""
+    for mark, name in names:
+        if mark == ":":
+            test = _NEVER_CONDITION
+        elif mark == "#":
+            test = f"@id = '{name}'"
+        else:
+            test = (
+                f"@class and contains(@class, '{name}') "
+                f"and contains(concat(' ', normalize-space(@class), ' '), ' {name} ')"
+            )
+        condition = f"({condition}) and ({test})" if condition else test
+    element = tag or "*"
+    xpath = f"{element}[{condition}]" if condition else element
+    return _PlainCompound(tag, names, xpath, found.group(3) is not None)
+
+
+def _plain_selector(compounds: list[_PlainCompound], axes: list[str]) -> _Selector:
+    """One selector of compounds (subject last), with cssselect's fields."""
+    ids = [name for compound in compounds for mark, name in compound.names if mark == "#"]
+    classes = [name for compound in compounds for mark, name in compound.names if mark == "."]
+    pseudo_classes = sum(mark == ":" for compound in compounds for mark, _ in compound.names)
+    elements = sum(compound.tag is not None for compound in compounds)
+    subject = compounds[-1]
+    subject_ids = [name for mark, name in subject.names if mark == "#"]
+    subject_classes = [name for mark, name in subject.names if mark == "."]
+    key: tuple[str, str] | None = None
+    if subject_ids:
+        key = ("id", subject_ids[-1])  # cssselect's tree holds the last written outermost
+    elif subject_classes:
+        key = ("class", subject_classes[-1])
+    plain: tuple[str | None, frozenset[str], str | None] | None = None
+    if (
+        len(compounds) == 1
+        and len(subject_ids) <= 1
+        and len(subject_classes) + len(subject_ids) == len(subject.names)
+    ):
+        plain = (subject.tag, frozenset(subject_classes), subject_ids[0] if subject_ids else None)
+    expression = compounds[0].xpath
+    for compound, axis in zip(compounds[1:], axes, strict=True):
+        expression = f"{compound.xpath}[{_AXES[axis]}{expression}]"
+    return _Selector(
+        None,
+        (len(ids), len(classes) + pseudo_classes, elements),
+        frozenset(classes),
+        frozenset(ids),
+        key,
+        subject.tag,
+        plain,
+        {},  # compiled when first matched: the subset's XPath is always valid
+        expression,
+    )
 
 
 _AXES: Final = {

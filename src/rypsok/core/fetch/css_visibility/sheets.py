@@ -373,11 +373,12 @@ class _SheetRules:
     def _kept(self, index: int, marked: str, commented: bool) -> bool:
         """Whether a rule with an absent name stays: a selector of it names none, or its
         names cannot be read without parsing (the marks of `_HARD_SELECTOR_MARKS`)."""
-        if any(mark in marked for mark in _HARD_NAME_MARKS):
+        if _HARD_NAME_MARK.search(marked) is not None:
             return True
         if commented and "/*" in self.rules[index][0][: self.rules[index][1]]:
             return True
-        return any(_ABSENT not in selector for selector in marked.split(","))
+        # The caller saw an absent name: one selector alone (no comma) is that one.
+        return "," in marked and any(_ABSENT not in selector for selector in marked.split(","))
 
     def _selector_names(self) -> tuple[list[str] | None, tuple[str, ...], bool]:
         """The rules' selector texts joined by `_RULE_SEPARATOR` and cut at their names
@@ -436,6 +437,7 @@ _ABSENT: Final = "\x01"  # what `viable` leaves where a selector named an absent
 # `_HARD_NAME_MARKS` end it too, so that they survive the cut and keep their rule.
 _SELECTOR_NAME: Final = re.compile(r"""([.#][^\s.#:*>+~,\x00\x01(\[\\"']+)""")
 _HARD_NAME_MARKS: Final = ("(", "[", "\\", '"', "'", "\r", "\f")  # and "/*", looked up apart
+_HARD_NAME_MARK: Final = re.compile("[" + re.escape("".join(_HARD_NAME_MARKS)) + "]")  # one search
 # ASCII characters `str.split` takes for whitespace and CSS (and `_compact`) does not.
 _SPLIT_ONLY_SPACES: Final = ("\x0b", "\x1c", "\x1d", "\x1e", "\x1f")
 
