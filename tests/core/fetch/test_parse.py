@@ -182,10 +182,14 @@ def counted_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     counted = parse_module._parse_counted
 
     def spy(
-        html: str, max_nodes: int, depth_bound: int, tags: _TagScanner | None = None
+        html: str,
+        max_nodes: int,
+        depth_bound: int,
+        tags: _TagScanner | None = None,
+        cleaned: list[tuple[bytes, int]] | None = None,
     ) -> ParsedTree:
         calls.append(len(html))
-        return counted(html, max_nodes, depth_bound, tags)
+        return counted(html, max_nodes, depth_bound, tags, cleaned)
 
     monkeypatch.setattr(parse_module, "_parse_counted", spy)
     return calls
@@ -195,10 +199,11 @@ def counted_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_a_document_just_under_the_node_bound_in_length_is_parsed_in_one_call(
     counted_calls: list[int],
 ) -> None:
-    """REQ-PAGE-006: LIM-F10 minus three characters takes one call, one more is counted.
+    """REQ-PAGE-006: LIM-F10 minus three characters takes one call, and so does one more.
 
     Both give the counted parse's tree, and neither is partial: the length
-    is what the one call may take, not what the node bound cuts.
+    is what the one call may take, and beyond it the bytes a node can start
+    at (here 6 + 120 * 5 + 4 of them) are few enough for it too.
     """
     document = "<p a b>" + "<b>x</b>" * 120
     for extra in (0, 1):
@@ -208,17 +213,35 @@ def test_a_document_just_under_the_node_bound_in_length_is_parsed_in_one_call(
             parse_module._parse_counted(document, max_nodes, 64)
         )
         assert not tree.partial
-    assert counted_calls == [len(document)] * 3  # the second bound, and the two oracle calls
+    assert counted_calls == [len(document)] * 2  # the two oracle calls only
 
 
 @pytest.mark.req("REQ-PAGE-006", "REQ-PAGE-008")
-def test_a_document_over_the_one_call_size_is_counted(counted_calls: list[int]) -> None:
-    """REQ-PAGE-006, REQ-PAGE-008: above ONE_CALL_CHARS the sliced parse runs, whatever LIM-F10."""
+def test_a_document_over_the_one_call_size_is_fed_in_slices(
+    counted_calls: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """REQ-PAGE-006, REQ-PAGE-008: above ONE_CALL_CHARS the parse is fed slice by slice.
+
+    With a node bound the length cannot reach, the document is fed to the
+    parser without events but still one slice at a time, so a set cancel
+    flag stops it within a slice; never in one call.
+    """
+    fed: list[int] = []
+
+    class SpyParser(etree.HTMLParser):  # type: ignore[misc]
+        def feed(self, data: bytes) -> None:
+            fed.append(len(data))
+            super().feed(data)
+
+    monkeypatch.setattr(etree, "HTMLParser", SpyParser)
     for size in (ONE_CALL_CHARS, ONE_CALL_CHARS + 1):
         document = ("<p>" + "y" * (size - 3))[:size]
         assert len(document) == size
         assert not parse_bounded(document, max_nodes=2_000_000, max_depth=64).partial
-    assert counted_calls == [ONE_CALL_CHARS + 1]
+        assert bool(fed) is (size > ONE_CALL_CHARS)
+    assert counted_calls == []
+    assert len(fed) == 5  # four slices of 64 KiB and one character
+    assert max(fed) <= 64 * 1024
 
 
 @pytest.mark.req("REQ-PAGE-006", "REQ-SEC-014")
