@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pathlib
 import random
 import threading
 import time
@@ -344,3 +345,72 @@ def test_a_small_document_with_a_tag_to_cut_is_cut_once(counted_calls: list[int]
     assert _serialised(tree) == _serialised(parse_module._parse_counted(document, 100_000, 64))
     assert "".join(tree.root.itertext()) == "kept"
     assert counted_calls[0] == len(document)
+
+
+# -- the owner count: no events for documents that cannot cross LIM-F10 (issue 10 item 5) ---
+
+
+def _owner_bound(document: str) -> int:
+    """The bound `_pieces_within` uses: the bytes a node can start at, plus the four it adds."""
+    fed = b"".join(
+        parse_module._cleaned(document[start:end])[0]
+        for start, end in parse_module._slices(document)
+    )
+    return len(fed) - len(fed.translate(None, parse_module._OWNER_BYTES)) + 4
+
+
+def _nodes(document: str) -> int:
+    root = parse_module._parse_counted(document, 10**9, 2_000).root
+    return int(root.xpath("count(//*) + count(//@*)"))
+
+
+@pytest.mark.req("REQ-PAGE-006", "REQ-SEC-014")
+def test_no_tree_has_more_nodes_than_the_bytes_a_node_can_start_at() -> None:
+    """REQ-PAGE-006: the premise of the owner count holds on random soup and on every fixture.
+
+    Elements own a `<` (or, when implied by text, the `>` before it), and
+    attributes the space, solidus or quote before their names; the three
+    implied roots and the text at the start are the four added.
+    """
+    rng = random.Random(11)  # noqa: S311 - seeded test data, not security
+    soup = [*_SOUP, "<p a=1 b='2' c=\"3\"d e/f>", "<img src=x alt=y>", "a<b", "x>y", "</p>"]
+    for _ in range(1_500):
+        document = "".join(rng.choice(soup) for _ in range(rng.randint(0, 80)))
+        try:
+            assert _nodes(document) <= _owner_bound(document), document
+        except Unparseable:
+            continue
+    for path in sorted(pathlib.Path(__file__).parents[2].joinpath("fixtures").rglob("*.htm*")):
+        document = path.read_text(encoding="utf-8", errors="surrogateescape")
+        assert _nodes(document) <= _owner_bound(document), path
+
+
+@pytest.mark.req("REQ-PAGE-006")
+def test_a_long_document_with_few_node_starts_takes_no_counted_parse(
+    counted_calls: list[int],
+) -> None:
+    """REQ-PAGE-006: longer than LIM-F10 but few `<`, spaces and quotes: the counted tree, uncounted.
+
+    One more node start than the bound allows sends it to the counted
+    parse, which gives the same tree, not partial.
+    """
+    document = "<p>" + "x" * 5_000 + "</p>" + "<b>y</b>" * 10
+    bound = _owner_bound(document)
+    assert bound < len(document)
+    for max_nodes in (bound, bound - 1):
+        tree = parse_bounded(document, max_nodes=max_nodes, max_depth=64)
+        assert _serialised(tree) == _serialised(
+            parse_module._parse_counted(document, max_nodes, 64)
+        )
+        assert not tree.partial
+    assert counted_calls == [len(document)] * 3  # the second bound, and the two oracle calls
+
+
+@pytest.mark.req("REQ-PAGE-006")
+def test_a_document_over_the_node_bound_is_still_cut_at_the_crossing_element() -> None:
+    """REQ-PAGE-006: many node starts go to the counted parse, partial exactly where it was."""
+    document = "<p>a</p>" * 5_000
+    tree = parse_bounded(document, max_nodes=1_000, max_depth=64)
+    assert tree.partial
+    assert _serialised(tree) == _serialised(parse_module._parse_counted(document, 1_000, 64))
+    assert len(tree.root.xpath("//p")) == 1_000 - 2  # html and body count too
