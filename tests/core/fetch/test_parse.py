@@ -389,7 +389,7 @@ def test_no_tree_has_more_nodes_than_the_bytes_a_node_can_start_at() -> None:
 def test_a_long_document_with_few_node_starts_takes_no_counted_parse(
     counted_calls: list[int],
 ) -> None:
-    """REQ-PAGE-006: longer than LIM-F10 but few `<`, spaces and quotes: the counted tree, uncounted.
+    """REQ-PAGE-006: longer than LIM-F10, few `<`, spaces and quotes: the counted tree, uncounted.
 
     One more node start than the bound allows sends it to the counted
     parse, which gives the same tree, not partial.

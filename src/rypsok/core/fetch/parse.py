@@ -186,8 +186,9 @@ def _pieces_within(html: str, max_nodes: int) -> tuple[list[tuple[bytes, int]], 
     LIM-F10 minus three characters, or one whose fed bytes hold at most
     LIM-F10 minus four such characters (the three roots and the text run at
     the start), cannot cross the node bound: its events need not be counted.
-    The tests check the premise on random tag soup and on the corpus. The count stops as soon as the bound is
-    exceeded; the slices cleaned so far are the counted parse's first ones.
+    The tests check the premise on random tag soup and on the fixtures. The
+    count stops as soon as the bound is exceeded; the slices cleaned so far
+    are the counted parse's first ones.
     """
     pieces: list[tuple[bytes, int]] = []
     short = len(html) <= max_nodes - _IMPLIED_ELEMENTS
