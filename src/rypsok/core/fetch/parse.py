@@ -96,6 +96,9 @@ _LIBXML_DEPTH_CAP: Final = 2_048  # libxml2's own limit with huge_tree
 # one libxml2 call (about 1 ms a page, a few slices' worth of the counted parse).
 ONE_CALL_CHARS: Final = 256 * 1024
 _IMPLIED_ELEMENTS: Final = 3  # html, head and body, which libxml2 adds without a tag
+# Longer documents are counted as they are fed, never cleaned to their end first: a
+# long page of few tags (one text node of megabytes) gained nothing without the events.
+OWNER_COUNT_CHARS: Final = 2 * 1024 * 1024
 # libxml2 checks each attribute of a start tag against the ones before it, so
 # one tag with many attributes costs quadratic time while holding the GIL
 # (160,000 attributes: ~29 s). The document is cut before a tag with more
@@ -187,11 +190,14 @@ def _pieces_within(html: str, max_nodes: int) -> tuple[list[tuple[bytes, int]], 
     LIM-F10 minus four such characters (the three roots and the text run at
     the start), cannot cross the node bound: its events need not be counted.
     The tests check the premise on random tag soup and on the fixtures. The
-    count stops as soon as the bound is exceeded; the slices cleaned so far
-    are the counted parse's first ones.
+    count stops as soon as the bound is exceeded, or would be at the density
+    of the slices read so far; the slices cleaned so far are the counted
+    parse's first ones.
     """
     pieces: list[tuple[bytes, int]] = []
     short = len(html) <= max_nodes - _IMPLIED_ELEMENTS
+    if not short and len(html) > OWNER_COUNT_CHARS:
+        return pieces, False
     owners = _IMPLIED_ELEMENTS + 1
     for start, end in _slices(html):
         check_cancelled()
@@ -199,7 +205,9 @@ def _pieces_within(html: str, max_nodes: int) -> tuple[list[tuple[bytes, int]], 
         pieces.append((data, count))
         if not short:
             owners += len(data) - len(data.translate(None, _OWNER_BYTES))
-            if owners > max_nodes:
+            # At this density the whole would cross: a nest or a flood the counted parse
+            # cuts early is not cleaned to its end first (the way taken decides no output).
+            if owners > max_nodes or owners * len(html) > max_nodes * end:
                 return pieces, False
     return pieces, True
 
