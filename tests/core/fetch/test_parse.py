@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pathlib
 import random
 import threading
 import time
@@ -182,10 +183,14 @@ def counted_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     counted = parse_module._parse_counted
 
     def spy(
-        html: str, max_nodes: int, depth_bound: int, tags: _TagScanner | None = None
+        html: str,
+        max_nodes: int,
+        depth_bound: int,
+        tags: _TagScanner | None = None,
+        cleaned: list[tuple[bytes, int]] | None = None,
     ) -> ParsedTree:
         calls.append(len(html))
-        return counted(html, max_nodes, depth_bound, tags)
+        return counted(html, max_nodes, depth_bound, tags, cleaned)
 
     monkeypatch.setattr(parse_module, "_parse_counted", spy)
     return calls
@@ -195,10 +200,11 @@ def counted_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_a_document_just_under_the_node_bound_in_length_is_parsed_in_one_call(
     counted_calls: list[int],
 ) -> None:
-    """REQ-PAGE-006: LIM-F10 minus three characters takes one call, one more is counted.
+    """REQ-PAGE-006: LIM-F10 minus three characters takes one call, and so does one more.
 
     Both give the counted parse's tree, and neither is partial: the length
-    is what the one call may take, not what the node bound cuts.
+    is what the one call may take, and beyond it the bytes a node can start
+    at (here 6 + 120 * 5 + 4 of them) are few enough for it too.
     """
     document = "<p a b>" + "<b>x</b>" * 120
     for extra in (0, 1):
@@ -208,17 +214,35 @@ def test_a_document_just_under_the_node_bound_in_length_is_parsed_in_one_call(
             parse_module._parse_counted(document, max_nodes, 64)
         )
         assert not tree.partial
-    assert counted_calls == [len(document)] * 3  # the second bound, and the two oracle calls
+    assert counted_calls == [len(document)] * 2  # the two oracle calls only
 
 
 @pytest.mark.req("REQ-PAGE-006", "REQ-PAGE-008")
-def test_a_document_over_the_one_call_size_is_counted(counted_calls: list[int]) -> None:
-    """REQ-PAGE-006, REQ-PAGE-008: above ONE_CALL_CHARS the sliced parse runs, whatever LIM-F10."""
+def test_a_document_over_the_one_call_size_is_fed_in_slices(
+    counted_calls: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """REQ-PAGE-006, REQ-PAGE-008: above ONE_CALL_CHARS the parse is fed slice by slice.
+
+    With a node bound the length cannot reach, the document is fed to the
+    parser without events but still one slice at a time, so a set cancel
+    flag stops it within a slice; never in one call.
+    """
+    fed: list[int] = []
+
+    class SpyParser(etree.HTMLParser):  # type: ignore[misc]
+        def feed(self, data: bytes) -> None:
+            fed.append(len(data))
+            super().feed(data)
+
+    monkeypatch.setattr(etree, "HTMLParser", SpyParser)
     for size in (ONE_CALL_CHARS, ONE_CALL_CHARS + 1):
         document = ("<p>" + "y" * (size - 3))[:size]
         assert len(document) == size
         assert not parse_bounded(document, max_nodes=2_000_000, max_depth=64).partial
-    assert counted_calls == [ONE_CALL_CHARS + 1]
+        assert bool(fed) is (size > ONE_CALL_CHARS)
+    assert counted_calls == []
+    assert len(fed) == 5  # four slices of 64 KiB and one character
+    assert max(fed) <= 64 * 1024
 
 
 @pytest.mark.req("REQ-PAGE-006", "REQ-SEC-014")
@@ -321,3 +345,72 @@ def test_a_small_document_with_a_tag_to_cut_is_cut_once(counted_calls: list[int]
     assert _serialised(tree) == _serialised(parse_module._parse_counted(document, 100_000, 64))
     assert "".join(tree.root.itertext()) == "kept"
     assert counted_calls[0] == len(document)
+
+
+# -- the owner count: no events for documents that cannot cross LIM-F10 (issue 10 item 5) ---
+
+
+def _owner_bound(document: str) -> int:
+    """The bound `_pieces_within` uses: the bytes a node can start at, plus the four it adds."""
+    fed = b"".join(
+        parse_module._cleaned(document[start:end])[0]
+        for start, end in parse_module._slices(document)
+    )
+    return len(fed) - len(fed.translate(None, parse_module._OWNER_BYTES)) + 4
+
+
+def _nodes(document: str) -> int:
+    root = parse_module._parse_counted(document, 10**9, 2_000).root
+    return int(root.xpath("count(//*) + count(//@*)"))
+
+
+@pytest.mark.req("REQ-PAGE-006", "REQ-SEC-014")
+def test_no_tree_has_more_nodes_than_the_bytes_a_node_can_start_at() -> None:
+    """REQ-PAGE-006: the premise of the owner count holds on random soup and on every fixture.
+
+    Elements own a `<` (or, when implied by text, the `>` before it), and
+    attributes the space, solidus or quote before their names; the three
+    implied roots and the text at the start are the four added.
+    """
+    rng = random.Random(11)  # noqa: S311 - seeded test data, not security
+    soup = [*_SOUP, "<p a=1 b='2' c=\"3\"d e/f>", "<img src=x alt=y>", "a<b", "x>y", "</p>"]
+    for _ in range(1_500):
+        document = "".join(rng.choice(soup) for _ in range(rng.randint(0, 80)))
+        try:
+            assert _nodes(document) <= _owner_bound(document), document
+        except Unparseable:
+            continue
+    for path in sorted(pathlib.Path(__file__).parents[2].joinpath("fixtures").rglob("*.htm*")):
+        document = path.read_text(encoding="utf-8", errors="surrogateescape")
+        assert _nodes(document) <= _owner_bound(document), path
+
+
+@pytest.mark.req("REQ-PAGE-006")
+def test_a_long_document_with_few_node_starts_takes_no_counted_parse(
+    counted_calls: list[int],
+) -> None:
+    """REQ-PAGE-006: longer than LIM-F10, few `<`, spaces and quotes: the counted tree, uncounted.
+
+    One more node start than the bound allows sends it to the counted
+    parse, which gives the same tree, not partial.
+    """
+    document = "<p>" + "x" * 5_000 + "</p>" + "<b>y</b>" * 10
+    bound = _owner_bound(document)
+    assert bound < len(document)
+    for max_nodes in (bound, bound - 1):
+        tree = parse_bounded(document, max_nodes=max_nodes, max_depth=64)
+        assert _serialised(tree) == _serialised(
+            parse_module._parse_counted(document, max_nodes, 64)
+        )
+        assert not tree.partial
+    assert counted_calls == [len(document)] * 3  # the second bound, and the two oracle calls
+
+
+@pytest.mark.req("REQ-PAGE-006")
+def test_a_document_over_the_node_bound_is_still_cut_at_the_crossing_element() -> None:
+    """REQ-PAGE-006: many node starts go to the counted parse, partial exactly where it was."""
+    document = "<p>a</p>" * 5_000
+    tree = parse_bounded(document, max_nodes=1_000, max_depth=64)
+    assert tree.partial
+    assert _serialised(tree) == _serialised(parse_module._parse_counted(document, 1_000, 64))
+    assert len(tree.root.xpath("//p")) == 1_000 - 2  # html and body count too

@@ -9,11 +9,12 @@ the tree is partial, never unbounded. libxml2's own depth cap drops content
 silently at depth 256, so `huge_tree` lifts it to 2,048 and our bound is
 clamped below that, which makes the loss visible as `partial`.
 
-A document whose length alone keeps it under the node bound (every node owns
-a character of the input, but for the three roots libxml2 may imply) and
-under ONE_CALL_CHARS is parsed in one libxml2 call instead, without events;
-a tree that reaches the depth bound, a tag to cut or a parse error sends it
-to the counted parse, which decides as above (docs/extraction.md, 6.1g).
+A document that cannot cross the node bound, by its length or by the count of
+the bytes a node can start at (every node owns a character of the input, but
+for the three roots libxml2 may imply), is parsed without events: in one
+libxml2 call up to ONE_CALL_CHARS, else fed slice by slice; a tree that
+reaches the depth bound, a tag to cut or a parse error sends it to the
+counted parse, which decides as above (docs/extraction.md, 6.1g and 6.1o).
 
 Two libxml2 costs are bounded as each slice is fed: control characters are removed
 (they raise), and the document is cut before a start tag with more than
@@ -95,6 +96,9 @@ _LIBXML_DEPTH_CAP: Final = 2_048  # libxml2's own limit with huge_tree
 # one libxml2 call (about 1 ms a page, a few slices' worth of the counted parse).
 ONE_CALL_CHARS: Final = 256 * 1024
 _IMPLIED_ELEMENTS: Final = 3  # html, head and body, which libxml2 adds without a tag
+# Longer documents are counted as they are fed, never cleaned to their end first: a
+# long page of few tags (one text node of megabytes) gained nothing without the events.
+OWNER_COUNT_CHARS: Final = 2 * 1024 * 1024
 # libxml2 checks each attribute of a start tag against the ones before it, so
 # one tag with many attributes costs quadratic time while holding the GIL
 # (160,000 attributes: ~29 s). The document is cut before a tag with more
@@ -123,6 +127,9 @@ _CONTROL_BYTE_LIST: Final = tuple(bytes([control]) for control in _CONTROL_BYTES
 # outside ASCII matches a letter of "body" or "html" case-insensitively.
 _ROOT_END_START: Final = re.compile(rb"</(?:[bB][oO][dD][yY]|[hH][tT][mM][lL])")
 _ROOT_END_TAGS: Final = re.compile(r"</(?:body|html)\s*>", re.IGNORECASE)
+# The bytes a node can start after or at (`_pieces_within`): brackets, the HTML
+# tokenizer's spaces (form feed too), the solidus and the quotes.
+_OWNER_BYTES: Final = b"<> \t\n\r\x0c/\"'"
 
 
 @dataclass(slots=True)
@@ -162,48 +169,81 @@ def parse_bounded(html: str, *, max_nodes: int, max_depth: int) -> ParsedTree:
     max_nodes = max(1, max_nodes)
     depth_bound = max(1, min(max_depth, _LIBXML_DEPTH_CAP))
     tags = _TagScanner(html)  # shared: a tag found by the first way is not counted again
-    if len(html) <= min(ONE_CALL_CHARS, max_nodes - _IMPLIED_ELEMENTS):
-        tree = _parse_in_one_call(html, depth_bound, tags)
+    pieces, within = _pieces_within(html, max_nodes)
+    if within:
+        tree = _parse_uncounted(html, pieces, depth_bound, tags)
         if tree is not None:
             return tree
-    return _parse_counted(html, max_nodes, depth_bound, tags)
+    return _parse_counted(html, max_nodes, depth_bound, tags, pieces)
 
 
-def _parse_in_one_call(html: str, depth_bound: int, tags: _TagScanner) -> ParsedTree | None:
-    """The tree of a document that cannot reach the node bound, or None: count it instead.
+def _pieces_within(html: str, max_nodes: int) -> tuple[list[tuple[bytes, int]], bool]:
+    """The cleaned slices, and whether the document cannot cross the node bound.
 
-    Every node of the tree owns at least one character of the input (an
-    element its `<`, an attribute the first character of its name, a `<p>`
-    that libxml2 implies the first character of the text that implied it),
-    except the `<html>`, `<head>` and `<body>` that libxml2 may imply. So a
-    document of at most LIM-F10 minus three characters cannot cross the node
-    bound, and libxml2 parses it in one call without the pull parser's
-    events (about half the cost of the counted parse). It is fed exactly the
-    bytes the counted parse would be fed; depth cannot be known before, so
-    a tree that reaches the depth bound, a tag the attribute bound would
-    cut, or any parse error is left to the counted parse, which then decides
-    as it always did. Only documents of at most ONE_CALL_CHARS take this
-    way, so one native call stays as short as a few slices (cancellation).
+    Every node of the tree owns a character of the input, except the
+    `<html>`, `<head>` and `<body>` libxml2 may imply: an element its `<`, a
+    `<p>` that libxml2 implies the first character of the text run that
+    implied it, which follows a `>` or starts the document, and an attribute
+    the first character of its name, which follows a space, a `/` or a quote
+    (the HTML tokenizer starts a name nowhere else). So a document of at most
+    LIM-F10 minus three characters, or one whose fed bytes hold at most
+    LIM-F10 minus four such characters (the three roots and the text run at
+    the start), cannot cross the node bound: its events need not be counted.
+    The tests check the premise on random tag soup and on the fixtures. The
+    count stops as soon as the bound is exceeded, or would be at the density
+    of the slices read so far; the slices cleaned so far are the counted
+    parse's first ones.
     """
-    if tags.first_long_tag_before(len(html)) != -1:
-        return None
-    pieces: list[bytes] = []
-    controls_removed = 0
+    pieces: list[tuple[bytes, int]] = []
+    short = len(html) <= max_nodes - _IMPLIED_ELEMENTS
+    if not short and len(html) > OWNER_COUNT_CHARS:
+        return pieces, False
+    owners = _IMPLIED_ELEMENTS + 1
     for start, end in _slices(html):
         check_cancelled()
         data, count = _cleaned(html[start:end])
-        pieces.append(data)
-        controls_removed += count
+        pieces.append((data, count))
+        if not short:
+            owners += len(data) - len(data.translate(None, _OWNER_BYTES))
+            # At this density the whole would cross: a nest or a flood the counted parse
+            # cuts early is not cleaned to its end first (the way taken decides no output).
+            if owners > max_nodes or owners * len(html) > max_nodes * end:
+                return pieces, False
+    return pieces, True
+
+
+def _parse_uncounted(
+    html: str, pieces: list[tuple[bytes, int]], depth_bound: int, tags: _TagScanner
+) -> ParsedTree | None:
+    """The tree of a document that cannot reach the node bound, or None: count it instead.
+
+    Without the pull parser's events (their Python loop was a sixth of the
+    parse). A document of at most ONE_CALL_CHARS is parsed by one libxml2
+    call, about half the cost of feeding it; a longer one is fed slice by
+    slice as the counted parse feeds it, so cancellation stays as prompt.
+    Depth cannot be known before, so a tree that reaches the depth bound, a
+    tag the attribute bound would cut, or any parse error is left to the
+    counted parse, which then decides as it always did.
+    """
+    if tags.first_long_tag_before(len(html)) != -1:
+        return None
     parser = etree.HTMLParser(
         remove_comments=True, remove_pis=True, huge_tree=True, no_network=True, encoding="utf-8"
     )
     try:
-        root = etree.fromstring(b"".join(pieces), parser)
+        if len(html) <= ONE_CALL_CHARS:
+            root = etree.fromstring(b"".join(data for data, _ in pieces), parser)
+        else:
+            for data, _ in pieces:
+                check_cancelled()
+                parser.feed(data)
+            root = parser.close()
     except etree.LxmlError:
         return None
     if root is None or root.xpath(_reaching_depth(depth_bound)):
         return None
     check_cancelled()  # an abandoned call extracts nothing from what was parsed
+    controls_removed = sum(count for _, count in pieces)
     return ParsedTree(root=root, partial=False, controls_removed=controls_removed)
 
 
@@ -214,9 +254,16 @@ def _reaching_depth(depth: int) -> str:
 
 
 def _parse_counted(
-    html: str, max_nodes: int, depth_bound: int, tags: _TagScanner | None = None
+    html: str,
+    max_nodes: int,
+    depth_bound: int,
+    tags: _TagScanner | None = None,
+    cleaned: list[tuple[bytes, int]] | None = None,
 ) -> ParsedTree:
-    """Feed the pull parser slice by slice, counting its events, until a bound is crossed."""
+    """Feed the pull parser slice by slice, counting its events, until a bound is crossed.
+
+    `cleaned` holds the first slices already cleaned (`_pieces_within`).
+    """
     # Fed as UTF-8 bytes, as lxml would encode a str itself: the cleaning below
     # works on those bytes at C speed.
     parser = etree.HTMLPullParser(
@@ -232,11 +279,15 @@ def _parse_counted(
     controls_removed = 0
     crossing: Element = None
     broken = tag_cut = False
-    for start, slice_end in _slices(html):
+    cleaned = [] if cleaned is None else cleaned
+    for index, (start, slice_end) in enumerate(_slices(html)):
         check_cancelled()
         cut = tags.first_long_tag_before(slice_end)
         tag_cut = cut != -1
-        data, count = _cleaned(html[start : cut if tag_cut else slice_end])
+        if not tag_cut and index < len(cleaned):
+            data, count = cleaned[index]
+        else:
+            data, count = _cleaned(html[start : cut if tag_cut else slice_end])
         controls_removed += count
         try:
             parser.feed(data)
