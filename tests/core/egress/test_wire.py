@@ -17,7 +17,7 @@ import zlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from ipaddress import ip_network
 from typing import Any
-from urllib.parse import quote_plus
+from urllib.parse import quote_plus, urlencode
 
 import anyio
 import brotli
@@ -28,7 +28,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rypsok.core.egress.backend import GuardedBackend
-from rypsok.core.egress.client import EgressClient, _form_quoted, wire_headers
+from rypsok.core.egress.client import (
+    EgressClient,
+    _form_quoted,
+    target_with_query,
+    wire_headers,
+)
 from rypsok.core.egress.errors import EgressBodyTooLarge, EgressRequestFailed, EgressTimeout
 from rypsok.core.egress.messages import OutboundRequest
 from rypsok.core.egress.origin import MAX_HEAD_BYTES, EngineOrigin, WireBackend
@@ -522,3 +527,25 @@ def test_form_quoting_is_quote_plus(text: str) -> None:
     shown through a session (test_fetch_session.py, the one egress component).
     """
     assert _form_quoted(text) == quote_plus(text)
+
+
+_QUERY_TEXT = st.text(st.sampled_from("aZ09_.-~ %+&=/?#éΩ\u00a0\t"), max_size=8)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    params=st.lists(
+        st.tuples(st.one_of(st.sampled_from(["q", "format", "a b"]), _QUERY_TEXT), _QUERY_TEXT),
+        max_size=6,
+    )
+)
+def test_the_query_is_urlencode_of_the_grouped_parameters(params: list[tuple[str, str]]) -> None:
+    """The joined-query shortcut gives urlencode's bytes, plain or not, names repeated or not.
+
+    An equivalence check of the encoder, as the test above, so it names no requirement.
+    """
+    grouped: dict[str, list[str]] = {}
+    for name, value in params:
+        grouped.setdefault(name, []).append(value)
+    expected = urlencode([(name, value) for name, values in grouped.items() for value in values])
+    assert target_with_query(b"/p", params) == b"/p?" + expected.encode("ascii")

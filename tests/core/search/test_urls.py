@@ -732,3 +732,29 @@ def test_the_kept_escapes_are_the_upper_case_escapes_of_reserved_characters() ->
 def test_escaped_urls_take_the_fast_path_with_the_full_readings_key(raw: str, key: str) -> None:
     """REQ-RANK-002, REQ-RANK-003: escapes kept or normalized, the key is the full reading's."""
     assert urls._already_canonical(raw) == ResultUrl(url=raw, key=key) == urls._read_url(raw)
+
+
+def _hosts_near_the_bounds() -> list[str]:
+    """Hosts at and around 253 octets (254 with the root dot) and 63-octet labels."""
+    hosts = []
+    for label in (62, 63, 64):
+        for length in (252, 253, 254, 255):
+            labels, total = [], 0
+            while total < length:
+                labels.append("a" * label)
+                total += label + 1
+            name = ".".join(labels)[:length].rstrip(".")
+            name = name[:-1] + "b" if name[-1] != "b" else name
+            hosts += [name, name + ".", name + "..", "x" + name, "1" + name[1:]]
+    return [*hosts, "a", "a.", "1", "a.1", "a-.b", "_a.b", "a..b", ".a", "a.b_c", "xn--a.b"]
+
+
+@pytest.mark.req("REQ-RANK-003")
+@pytest.mark.parametrize("host", _hosts_near_the_bounds())
+def test_the_fast_path_reads_the_host_as_the_plain_name_check_does(host: str) -> None:
+    """REQ-RANK-003: the one match accepts exactly the hosts `_is_plain_name` accepts."""
+    raw = f"https://{host}/p"
+    taken = urls._already_canonical(raw) is not None
+    assert taken == urls._is_plain_name(host)
+    if taken:
+        assert urls._already_canonical(raw) == urls._read_url(raw)

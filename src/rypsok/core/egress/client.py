@@ -526,11 +526,14 @@ def target_with_query(path: bytes, params: Sequence[tuple[str, str]]) -> bytes:
     grouped: dict[str, list[str]] = {}
     for name, value in params:
         grouped.setdefault(name, []).append(value)
-    query = "&".join(
-        f"{_form_quoted(name)}={_form_quoted(value)}"
-        for name, values in grouped.items()
-        for value in values
-    )
+    pairs = [(name, value) for name, values in grouped.items() for value in values]
+    # Most parameters are plain text, which `_form_quoted` only changes by a space to `+`:
+    # when every name and value is, one test and one replacement over the joined query
+    # give its bytes (a plain name or value holds no `&` or `=`), instead of two each.
+    if _FORM_PLAIN.fullmatch("".join([part for pair in pairs for part in pair])) is not None:
+        query = "&".join([f"{name}={value}" for name, value in pairs]).replace(" ", "+")
+    else:
+        query = "&".join([f"{_form_quoted(name)}={_form_quoted(value)}" for name, value in pairs])
     return path + b"?" + query.encode("ascii")
 
 

@@ -185,8 +185,14 @@ _PLAIN_NAME = re.compile(
 #   path      ! $ % & ' ( ) * + , - . / 0-9 : ; = @ A-Z [ ] _ a-z | ~
 #   query     every printable character but " # ' < >
 #   fragment  every printable character but " < > `
+# The host group is `_PLAIN_NAME` itself, its length look-ahead bounded by the end of
+# the host (no character of the host alphabet follows): one match reads the URL and
+# its host, where a second match of the host cost about as much again (issue 14,
+# performance §28). "xn--" is excluded apart.
 _CANONICAL = re.compile(
-    r"(https?)://([a-z0-9_.-]+)"
+    r"(https?)://"
+    rf"((?=[a-z0-9_.-]{{1,{_NAME_MAX_OCTETS}}}\.?(?![a-z0-9_.-]))"
+    rf"(?:[a-z0-9_-]{{1,{_LABEL_MAX_OCTETS}}}\.)*[a-z][a-z0-9_-]{{0,{_LABEL_MAX_OCTETS - 1}}}\.?)"
     r"((?:/[!$-;=@-\[\]_a-z|~]*)?)"
     r"(?:\?([!$-&(-;=?-~]*))?"
     r"(?:#[!#-;=?-_a-~]*)?"
@@ -237,7 +243,7 @@ def _already_canonical(raw: str) -> ResultUrl | None:
     if len(raw) > limits.URL_MAX_CHARS:
         return None
     match = _CANONICAL.fullmatch(raw)
-    if match is None or not _is_plain_name(match.group(2)):
+    if match is None or "xn--" in match.group(2):  # the pattern holds `_PLAIN_NAME`'s host
         return None
     query = match.group(4)
     if query is not None and _without_tracking(query) is not query:
