@@ -256,16 +256,6 @@ def corpus_markdown(html: str) -> str:
     return extract_html(html, base_url=CORPUS_URL).markdown
 
 
-def corpus_markdown_cold(html: str) -> str:
-    """The same, as on a first visit: nothing read from CSS text is remembered.
-
-    For scripts that time a first visit by hand; the corpus row clears the caches
-    outside its clock (`Timed.before`).
-    """
-    clear_caches()
-    return extract_html(html, base_url=CORPUS_URL).markdown
-
-
 @dataclass(frozen=True)
 class Timed:
     """An extractor as `best_times` runs it; `before` runs ahead of each timed run, untimed.
