@@ -109,7 +109,8 @@ def _keyword(tokens: list[Any]) -> str | None:
     return None
 
 
-def _font_size(tokens: list[Any]) -> FontSize:
+def _font_size(tokens: list[Any], shorthand: bool) -> FontSize:
+    """The size class of `font-size` or of the `font` shorthand's size."""
     for token in tokens:
         if token.type == "literal" and token.value == "/":
             break  # the line height follows
@@ -122,10 +123,16 @@ def _font_size(tokens: list[Any]) -> FontSize:
             if word in ("smaller", "larger"):
                 return "relative"
             continue  # a style, weight or family name of the `font` shorthand
-        if token.type in ("number", "percentage", "dimension"):
+        if token.type == "number":
             if token.value == 0:
                 return "zero"
-            if token.type == "percentage" or token.lower_unit in ("em", "ex", "ch", "%"):
+            if shorthand:
+                continue  # a weight (`font: 600 14px a`): the size comes later
+            return "absolute"  # `font-size: 12`, read as pixels in quirks mode
+        if token.type in ("percentage", "dimension"):
+            if token.value == 0:
+                return "zero"
+            if token.type == "percentage" or token.lower_unit in ("em", "ex", "ch"):
                 return "relative"
             return "absolute"
         if token.type == "function":
@@ -237,7 +244,7 @@ def _declarations(name: str, tokens: list[Any]) -> Iterator[tuple[str, Value]]:
         yield "overflow-x", words[0]
         yield "overflow-y", words[-1]
     elif name in ("font-size", "font"):
-        yield "font-size", _font_size(tokens)
+        yield "font-size", _font_size(tokens, shorthand=name == "font")
     elif name == "color":
         yield name, _colour(tokens)
     elif name in ("background", "background-color"):
@@ -359,9 +366,17 @@ def _add_declaration(item: Any, found: list[_Declared]) -> None:
     if item.type != "declaration" or item.lower_name not in _PROPERTIES:
         return
     tokens = _tokens(item.value)
-    if tokens:
-        for prop, value in _declarations(item.lower_name, tokens):
-            found.append(_Declared(bool(item.important), prop, value, len(found)))
+    if not tokens:
+        return
+    try:
+        pairs = tuple(_declarations(item.lower_name, tokens))
+    except (ValueError, TypeError, AttributeError, IndexError, RecursionError):
+        # One declaration this reader cannot follow drops only itself, as a browser
+        # drops an invalid one: raising would drop the whole rule, and with it a
+        # `display: none` beside it (a weight in `font: 600 14px a` once did).
+        return
+    for prop, value in pairs:
+        found.append(_Declared(bool(item.important), prop, value, len(found)))
 
 
 def _hides_alone(prop: str, value: Value) -> bool:
