@@ -13,7 +13,7 @@ promise, on generated values, in a style attribute and in a sheet.
 from __future__ import annotations
 
 import pytest
-import tinycss2
+import tinycss2  # type: ignore[import-untyped]
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 

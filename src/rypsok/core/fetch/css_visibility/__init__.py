@@ -90,7 +90,8 @@ formula is kept as drawn, within the same rules.
 
 Modules, each importing only the ones before it: `properties` (values that
 hide), `bounds` (LIM-V), `media`, `prechecks` (could this text hide?),
-`sheets` (rules cut from sheets, sketches, per-sheet caches), `matching`
+`sheets` (rules cut from sheets, sketches, per-sheet caches), `relax`
+(selectors cssselect cannot read, rewritten to still hide), `matching`
 (selectors), `glyphs`, `tree` and `engine` (one page's check). Names with a
 leading underscore are shared inside the package only.
 

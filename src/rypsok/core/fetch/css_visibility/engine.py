@@ -288,12 +288,17 @@ class _Engine:
         """
         check_cancelled()  # once per rule: an abandoned extraction stops here (REQ-PAGE-008)
         for selector in rule.selectors():
+            matched = rule
+            if selector.relaxed:
+                if interest is not None:
+                    continue  # a rewritten selector never re-shows (relax.py)
+                matched = rule.hiding_part()
             for element in self._matches(selector, interest):
                 if interest is not None and element not in interest:
                     continue
                 if not self.budget.take("matches", 1):  # LIM-V4
                     return
-                self.entries.setdefault(element, []).append((rule, selector.specificity))
+                self.entries.setdefault(element, []).append((matched, selector.specificity))
                 if interest is None and element.tag not in _NEVER_HIDDEN:
                     self.candidates[element] = None
 

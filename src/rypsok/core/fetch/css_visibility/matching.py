@@ -35,8 +35,10 @@ from rypsok.core.fetch.css_visibility.properties import (
     _CACHED_BLOCK_TEXT,
     _CACHED_RULES,
     _Declared,
+    _hides_alone,
     _parse_block,
 )
+from rypsok.core.fetch.css_visibility.relax import _TEXT_PSEUDO_ELEMENTS, rewrite_group
 from rypsok.core.fetch.css_visibility.sheets import _Chunk
 from rypsok.core.fetch.parse import Element
 
@@ -62,6 +64,8 @@ class _Selector:
     plain: tuple[str | None, frozenset[str], str | None] | None = None
     _compiled: dict[str, Any] = field(default_factory=dict)
     _steps: str | None = None  # `_from_subject(tree)`, translated once
+    # Rewritten by `relax` (often a superset): only its rule's hiding declarations apply.
+    relaxed: bool = False
 
     def _xpath(self, axis: str) -> Any:
         compiled = self._compiled.get(axis)
@@ -119,6 +123,20 @@ class _Rule:
     declarations: tuple[_Declared, ...]
     order: int
     _selectors: list[tuple[_Selector, ...]] = field(default_factory=list)
+    _hiding: list[_Rule] = field(default_factory=list)
+
+    def hiding_part(self) -> _Rule:
+        """The rule with only its declarations that hide, and the `position` and
+        `overflow` that off-screen and zero-size hiding need: what a relaxed selector's
+        matches receive (a superset must never re-show or recolour)."""
+        if not self._hiding:
+            kept = tuple(
+                d
+                for d in self.declarations
+                if _hides_alone(d.prop, d.value) or d.prop in _HIDING_COMPANIONS
+            )
+            self._hiding.append(_Rule(self.chunk, kept, self.order, self._selectors))
+        return self._hiding[0]
 
     def selectors(self) -> tuple[_Selector, ...]:
         if not self._selectors:
@@ -135,6 +153,7 @@ class _Rule:
 
 
 _TRANSLATOR: Final = HTMLTranslator()
+_HIDING_COMPANIONS: Final = frozenset({"position", "overflow-x", "overflow-y"})
 
 
 def _required_names(tree: Tree) -> tuple[set[str], set[str]]:
@@ -177,23 +196,63 @@ def _uncached_selectors(text: str) -> tuple[_Selector, ...]:
     if read is not None:
         return read
     try:
+        return _read_selectors(text)
+    except _Unreadable:
+        return _rewritten_selectors(text)
+
+
+class _Unreadable(Exception):
+    """A selector of the group that cssselect cannot parse or translate."""
+
+
+_READ_ERRORS: Final = (
+    SelectorError, ExpressionError, etree.XPathError, ValueError, TypeError, IndexError,
+    AttributeError, RecursionError,
+)  # fmt: skip
+
+
+def _rewritten_selectors(text: str) -> tuple[_Selector, ...]:
+    """A group cssselect cannot read whole, one selector at a time (`relax`): what it
+    reads as written, the rest rewritten and marked relaxed."""
+    compiled: list[_Selector] = []
+    for rewritten in rewrite_group(text):
+        try:
+            selectors = _read_selectors(rewritten.text)
+        except _Unreadable:
+            continue
+        if not rewritten.relaxed:
+            compiled.extend(selectors)
+            continue
+        for selector in selectors:
+            selector.relaxed = True
+            first, second, third = selector.specificity
+            selector.specificity = (first, second + rewritten.dropped, third)
+            compiled.append(selector)
+    return tuple(compiled)
+
+
+def _read_selectors(text: str) -> tuple[_Selector, ...]:
+    """The group compiled by cssselect (raises `_Unreadable` for any selector it lacks)."""
+    try:
         parsed = parse_selectors(text)
-    except (SelectorError, ValueError, TypeError, IndexError, AttributeError, RecursionError):
-        return ()  # an invalid selector invalidates the whole rule, as in a browser
+    except _READ_ERRORS as error:
+        raise _Unreadable(text) from error
     compiled: list[_Selector] = []
     for selector in parsed:
         if selector.pseudo_element is not None:
+            if str(selector.pseudo_element).lower() in _TEXT_PSEUDO_ELEMENTS:
+                raise _Unreadable(text)  # `::first-line` styles the text: `relax` reads it
             continue  # ::before, ::placeholder: not the element's own text
         tree = selector.parsed_tree
         plain = _plain(tree)
         steps: str | None = None
         on_self: Any = None
         if plain is None:
-            try:  # translate now: a pseudo-class cssselect lacks drops the selector here
+            try:  # translate now: a pseudo-class cssselect lacks raises here
                 steps = _from_subject(tree)
                 on_self = etree.XPath("self::" + steps)
-            except (ExpressionError, SelectorError, etree.XPathError, ValueError, RecursionError):
-                continue  # a pseudo-class that never matches a static page (:focus-within, ...)
+            except _READ_ERRORS as error:
+                raise _Unreadable(text) from error
         classes, ids = _required_names(tree)
         compiled.append(
             _Selector(

@@ -525,7 +525,7 @@ def _uncached_split(css: str) -> tuple[tuple[str, int], ...]:
             simple = _SIMPLE_RULE.match(css, start)
             if simple is not None and "/*" not in simple.group():
                 if applies[-1]:
-                    chunks.append((simple.group(), simple.end(1) - start))
+                    chunks.append(_chunk_at(simple.group(), simple.end(1) - start, applies))
                 start = cursor = simple.end()
                 continue
         position = scanner.special(cursor)
@@ -536,7 +536,7 @@ def _uncached_split(css: str) -> tuple[tuple[str, int], ...]:
             cursor = scanner.skip(position)
             continue
         if char == ";":
-            if _statement_start(css[start:position]).startswith("@"):
+            if _head(css[start:position], applies).startswith("@"):
                 start = position + 1  # a statement at-rule such as @import ends here
             cursor = position + 1
             continue
@@ -545,7 +545,7 @@ def _uncached_split(css: str) -> tuple[tuple[str, int], ...]:
                 applies.pop()
             start = cursor = position + 1
             continue
-        head = _statement_start(css[start:position])
+        head = _head(css[start:position], applies)
         if head.startswith("@"):
             name, condition = _at_rule_name(head)
             if name in _BLOCK_AT_RULES:
@@ -556,9 +556,32 @@ def _uncached_split(css: str) -> tuple[tuple[str, int], ...]:
         else:
             end = scanner.block_end(position)
             if applies[-1]:
-                chunks.append((css[start : end + 1], position - start))
+                chunks.append(_chunk_at(css[start : end + 1], position - start, applies))
         start = cursor = end + 1
     return tuple(chunks)
+
+
+# `<!--` and `-->` (CDO, CDC) between a sheet's top-level rules are skipped by CSS, so
+# that `<style><!-- .x { display: none } --></style>` hides; inside a block they are not.
+_MARKUP_COMMENTS: Final = re.compile(r"(?:[ \t\n\r\f]*(?:<!--|-->))+")
+
+
+def _head(prelude: str, applies: list[bool]) -> str:
+    """`_statement_start`, past the CDO/CDC a top-level statement may follow."""
+    head = _statement_start(prelude)
+    if len(applies) == 1 and head.startswith(("<!--", "-->")):
+        skipped = _MARKUP_COMMENTS.match(head)
+        head = _statement_start(head[skipped.end() :]) if skipped is not None else head
+    return head
+
+
+def _chunk_at(text: str, brace: int, applies: list[bool]) -> tuple[str, int]:
+    """(text, brace) of a rule, without the CDO/CDC before it at the top level."""
+    if len(applies) == 1 and (text.find("<!--", 0, brace) >= 0 or text.find("-->", 0, brace) >= 0):
+        skipped = _MARKUP_COMMENTS.match(text)
+        if skipped is not None:
+            return text[skipped.end() :], brace - skipped.end()
+    return text, brace
 
 
 _WORD_SEPARATORS: Final = str.maketrans(dict.fromkeys(".#>+~,()=|^$!\"' \t\n\r\f", " "))
