@@ -127,6 +127,16 @@ TRICKS = {
     "upper case and comments": (".X{DISPLAY:/*c*/NONE}", '<p class="X">SECRET</p>'),
     "escaped keyword": (".x{display:\\6e one}", '<p class="x">SECRET</p>'),
     "template": ("", "<template><p>SECRET</p></template>"),
+    # Found on review in session 11 (docs/extraction.md 6.1s).
+    "font size one pixel": ("", '<p style="font-size:1px">SECRET</p>'),
+    "font size fraction of a point": (".x{font-size:.5pt}", '<p class="x">SECRET</p>'),
+    "filter opacity": ("", '<p style="filter:opacity(0)">SECRET</p>'),
+    "filter opacity after another": (".x{filter:blur(1px) opacity(0%)}", '<p class="x">SECRET</p>'),
+    "content-visibility hidden": ("", '<div style="content-visibility:hidden"><p>SECRET</p></div>'),
+    "scale almost zero": ("", '<p style="transform:scale(0.001)">SECRET</p>'),
+    "degenerate polygon": ("", '<p style="clip-path:polygon(0 0, 0 0, 0 0)">SECRET</p>'),
+    "flat polygon": (".x{clip-path:polygon(0% 0%, 100% 0%, 50% 0%)}", '<p class="x">SECRET</p>'),
+    "closed dialog": ("", "<dialog><p>SECRET</p></dialog>"),
 }
 
 
@@ -214,6 +224,12 @@ RESHOWN = {
     "unknown colour": ".x{color:var(--ink);background:#fff}",
     "image background": ".x{color:#fff;background:#fff url(hero.jpg)}",
     "absolute font size child": ".x{font-size:0}.x .z{font-size:14px}",
+    "small relative font size": ".x{font-size:5%}",  # descendants compound it (MathJax)
+    "two pixel font": ".x{font-size:2px}",
+    "filter without opacity": ".x{filter:blur(1px) opacity(50%)}",
+    "content-visibility auto": ".x{content-visibility:auto}",
+    "small scale": ".x{transform:scale(0.5)}",
+    "polygon with area": ".x{clip-path:polygon(0 0, 100% 0, 50% 100%)}",
 }
 
 

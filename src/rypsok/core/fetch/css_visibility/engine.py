@@ -70,7 +70,10 @@ _NEVER_HIDDEN: Final = frozenset({"html", "body", "head"})
 _UNRENDERED: Final = ("style", "template")
 # The union of attribute nodes is evaluated faster by libxml2 than a predicate of three
 # attribute tests on every element; both give the same elements in document order.
-_CANDIDATE_ATTRIBUTES: Final = etree.XPath("(//@hidden | //@aria-hidden | //@style)/..")
+# A `<dialog>` without `open` is not rendered (the browser's own sheet: display none).
+_CANDIDATE_ATTRIBUTES: Final = etree.XPath(
+    "(//@hidden | //@aria-hidden | //@style)/.. | //dialog[not(@open)]"
+)
 # HTML splits `rel` at ASCII whitespace; XPath's normalize-space, which this replaced,
 # knew only these four (a form feed was never a separator here).
 _REL_SEPARATORS: Final = str.maketrans(dict.fromkeys("\t\n\r", " "))
@@ -197,7 +200,7 @@ class _Engine:
         for element in _CANDIDATE_ATTRIBUTES(self.root):
             if element.tag in _NEVER_HIDDEN:
                 continue
-            if element.get("hidden") is not None or _aria_hidden(element):
+            if _hidden_by_markup(element) or _aria_hidden(element):
                 self.candidates[element] = None
                 continue
             style = element.get("style") or ""
@@ -477,7 +480,7 @@ class _Engine:
         return outermost, kept
 
     def _hidden_whole(self, element: Element) -> bool:
-        if element.get("hidden") is not None:
+        if _hidden_by_markup(element):
             return True
         if _aria_hidden(element) and not self._beside_its_accessible_copy(element):
             return True
@@ -637,3 +640,10 @@ def _links_a_style_sheet(root: Element) -> bool:
 
 # The letters of "stylesheet" in upper case, as the XPath this replaced lowered them.
 _STYLESHEET_CASE: Final = str.maketrans("STYLEHET", "stylehet")
+
+
+def _hidden_by_markup(element: Element) -> bool:
+    """The `hidden` attribute, or a closed `<dialog>`: never rendered without script."""
+    if element.get("hidden") is not None:
+        return True
+    return element.tag == "dialog" and element.get("open") is None

@@ -47,6 +47,9 @@ _HIDING_FORMS: Final = (
     "opacity:-",
     "font-size:0",
     "font-size:.",
+    "font-size:1px",
+    "opacity(",  # filter: opacity(0), also after other filter functions
+    "content-visibility:hidden",
     "font:",
     "clip:rect",
     "clip-path:",

@@ -46,6 +46,10 @@ _SAME_COLOUR: Final = 8 / 255  # per channel: closer than this is unreadable
 _INVISIBLE_ALPHA: Final = 0.01
 _OFF_SCREEN_PX: Final = 999.0
 _ZERO_SIZE_PX: Final = 1.0
+# Text this small is unreadable (`font-size: 1px`, `0.5pt`): read as a zero size.
+_UNREADABLE_FONT_PX: Final = 1.0
+# A transform scaled this far down leaves nothing to read (`scale(0.001)`).
+_UNREADABLE_SCALE: Final = 0.01
 # The assumed desktop screen (docs/hidden-text.md).
 VIEWPORT_WIDTH_PX: Final = 1280.0
 VIEWPORT_HEIGHT_PX: Final = 800.0
@@ -82,7 +86,9 @@ _NUMERIC: Final = frozenset(
     {"left", "top", "right", "margin-left", "margin-top", "text-indent"}
     | {"width", "height", "max-width", "max-height"}
 )
-_KEYWORDS: Final = frozenset({"display", "visibility", "position", "overflow-x", "overflow-y"})
+_KEYWORDS: Final = frozenset(
+    {"display", "visibility", "position", "overflow-x", "overflow-y", "content-visibility"}
+)
 _INHERITED: Final = frozenset({"visibility", "font-size", "color", "background"})
 
 
@@ -130,14 +136,26 @@ def _font_size(tokens: list[Any], shorthand: bool) -> FontSize:
                 continue  # a weight (`font: 600 14px a`): the size comes later
             return "absolute"  # `font-size: 12`, read as pixels in quirks mode
         if token.type in ("percentage", "dimension"):
-            if token.value == 0:
-                return "zero"
-            if token.type == "percentage" or token.lower_unit in ("em", "ex", "ch"):
-                return "relative"
-            return "absolute"
+            return _size_class(token)
         if token.type == "function":
             return "absolute"  # calc() and friends: assume a visible size
     return "inherit"
+
+
+def _size_class(token: Any) -> FontSize:
+    """A percentage or dimension font size; an absolute one too small to read is zero.
+
+    A relative size is never judged small: descendants compound it (MathJax
+    sets `font-size: 5%` on a box and `2000%` on what is inside).
+    """
+    if token.value == 0:
+        return "zero"
+    if token.type == "percentage" or token.lower_unit in ("em", "ex", "ch"):
+        return "relative"
+    scale = _ABSOLUTE_UNITS.get(token.lower_unit)
+    if scale is not None and 0 < float(token.value) * scale <= _UNREADABLE_FONT_PX:
+        return "zero"
+    return "absolute"
 
 
 def _colour(tokens: list[Any]) -> Colour:
@@ -207,6 +225,61 @@ def _zero_clip_path(tokens: list[Any]) -> bool:
         if token.lower_name in ("circle", "ellipse") and arguments:
             first = arguments[0]
             return first.type in ("number", "percentage", "dimension") and first.value == 0
+        if token.lower_name == "polygon":
+            return _degenerate_polygon(token.arguments)
+    return False
+
+
+def _degenerate_polygon(arguments: list[Any]) -> bool:
+    """A polygon whose points all share one x or one y encloses nothing."""
+    points: list[tuple[Any, Any]] = []
+    for point in _split_on_commas(arguments):
+        lengths = [t for t in point if t.type in ("number", "percentage", "dimension")]
+        if len(lengths) != 2 or len(point) != 2:
+            return False  # a fill rule, calc(), var(): not judged
+        points.append((_coordinate(lengths[0]), _coordinate(lengths[1])))
+    if len(points) < 1 or any(None in point for point in points):
+        return False
+    return len({x for x, _ in points}) == 1 or len({y for _, y in points}) == 1
+
+
+def _split_on_commas(arguments: list[Any]) -> list[list[Any]]:
+    pieces: list[list[Any]] = [[]]
+    for token in _tokens(arguments):
+        if token.type == "literal" and token.value == ",":
+            pieces.append([])
+        else:
+            pieces[-1].append(token)
+    return pieces
+
+
+def _coordinate(token: Any) -> tuple[str, float] | None:
+    """A polygon coordinate, comparable with another of the same kind."""
+    if token.type == "percentage":
+        return ("%", float(token.value)) if token.value != 0 else ("px", 0.0)
+    length = _length(token)
+    return None if length is None else ("px", length)
+
+
+def _unreadable_scale(token: Any) -> bool:
+    if token.type == "number":
+        return abs(float(token.value)) <= _UNREADABLE_SCALE
+    if token.type == "percentage":
+        return abs(float(token.value)) <= _UNREADABLE_SCALE * 100
+    return False
+
+
+def _hiding_filter(tokens: list[Any]) -> bool:
+    """`filter: opacity(0)`: as transparent as `opacity: 0`."""
+    for token in tokens:
+        if token.type == "function" and token.lower_name == "opacity":
+            arguments = _tokens(token.arguments)
+            if len(arguments) == 1 and arguments[0].type in ("number", "percentage"):
+                value = float(arguments[0].value)
+                if arguments[0].type == "percentage":
+                    value /= 100
+                if value <= _INVISIBLE_ALPHA:
+                    return True
     return False
 
 
@@ -217,9 +290,7 @@ def _hiding_transform(tokens: list[Any]) -> bool:
             continue
         name = token.lower_name
         arguments = [t for t in _tokens(token.arguments) if t.type != "literal"]
-        if name.startswith("scale") and any(
-            t.type in ("number", "percentage") and t.value == 0 for t in arguments
-        ):
+        if name.startswith("scale") and any(_unreadable_scale(t) for t in arguments):
             return True
         if name.startswith("translate"):
             for argument in arguments:
@@ -255,6 +326,8 @@ def _declarations(name: str, tokens: list[Any]) -> Iterator[tuple[str, Value]]:
         yield name, _zero_clip_path(tokens)
     elif name == "transform":
         yield name, _hiding_transform(tokens)
+    elif name == "filter":
+        yield name, _hiding_filter(tokens)
     elif name in ("inset", "margin"):
         lengths = [_length(t) for t in tokens]
         if not lengths:
@@ -292,8 +365,9 @@ _PROPERTIES: Final = (
     _KEYWORDS
     | _NUMERIC
     | {"opacity", "overflow", "font-size", "font", "color", "background", "background-color"}
-    | {"clip", "clip-path", "transform", "inset", "margin"}
+    | {"clip", "clip-path", "transform", "inset", "margin", "filter"}
     | {"-webkit-transform", "-moz-transform", "-ms-transform", "-webkit-clip-path"}
+    | {"-webkit-filter"}
 )
 _HARD_BLOCK_MARKS: Final = ('"', "'", "\\", "/*", "{", "}")
 
@@ -389,8 +463,10 @@ def _hides_alone(prop: str, value: Value) -> bool:
         return isinstance(value, float) and value <= _INVISIBLE_ALPHA
     if prop == "font-size":
         return value == "zero"
-    if prop in ("clip", "clip-path", "transform"):
+    if prop in ("clip", "clip-path", "transform", "filter"):
         return value is True
+    if prop == "content-visibility":
+        return value == "hidden"
     if prop in ("left", "top", "right", "margin-left", "margin-top"):
         return isinstance(value, float) and value <= -_OFF_SCREEN_PX
     if prop == "text-indent":
@@ -478,6 +554,8 @@ def _hides_subtree(values: dict[str, Value]) -> bool:
         return True
     if values.get("clip-path") is True or values.get("transform") is True:
         return True
+    if values.get("filter") is True or values.get("content-visibility") == "hidden":
+        return True  # transparent, or contents skipped (the element's own text is content)
     if position in ("absolute", "fixed", "relative", "sticky") and any(
         _far_negative(values.get(side)) for side in ("left", "top", "right")
     ):
@@ -503,6 +581,8 @@ def _visually_clipped(values: dict[str, Value]) -> bool:
     opacity = values.get("opacity")
     if isinstance(opacity, float) and opacity <= _INVISIBLE_ALPHA:
         return False
+    if values.get("filter") is True or values.get("content-visibility") == "hidden":
+        return False  # hidden from assistive technology as well
     return _hides_subtree(values)
 
 
@@ -522,6 +602,8 @@ _GROUPS: Final = {
     "clip": ("clip", "position"),
     "clip-path": ("clip-path",),
     "transform": ("transform",),
+    "filter": ("filter",),
+    "content-visibility": ("content-visibility",),
     "left": ("left", "top", "right", "position"),
     "top": ("left", "top", "right", "position"),
     "right": ("left", "top", "right", "position"),
@@ -544,6 +626,8 @@ _SPELLINGS: Final = {
     "clip": ("clip",),
     "clip-path": ("clip-path",),
     "transform": ("transform",),
+    "filter": ("filter",),
+    "content-visibility": ("content-visibility",),
     "position": ("position",),
     "left": ("left", "inset"),
     "top": ("top", "inset"),
