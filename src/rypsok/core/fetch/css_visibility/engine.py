@@ -13,8 +13,10 @@ the document.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, KeysView
 from dataclasses import dataclass, field
-from typing import Final, TypeAlias
+from itertools import chain
+from typing import Any, Final, TypeAlias
 
 from cssselect import SelectorError
 from cssselect.xpath import ExpressionError
@@ -85,11 +87,79 @@ _CANDIDATES_WITH_DIALOGS: Final = etree.XPath(
 _REL_SEPARATORS: Final = str.maketrans(dict.fromkeys("\t\n\r", " "))
 _ELEMENT_COUNT: Final = etree.XPath("count(//*)")
 _ELEMENT_TEST_VISITS: Final = 4  # measured: XPath on one element from Python vs. in a tree walk
-_NAMED: Final = etree.XPath("/descendant-or-self::*[@class or @id]")  # faster than //*
+# The class and id values of the document, in document order, each knowing its element
+# (lxml's smart strings: `getparent()`). Two attribute steps cost libxml2 about half of
+# one element step with the predicate `[@class or @id]`, and no element is wrapped for
+# Python until a selector asks for the carriers of one of its names.
+_CLASS_VALUES: Final = etree.XPath("//@class")
+_ID_VALUES: Final = etree.XPath("//@id")
 
 _Specificity: TypeAlias = tuple[int, int, int]
+# An attribute value from XPath: a `str` that also knows its element (`getparent()`).
+_SmartString: TypeAlias = Any
 _Entry: TypeAlias = tuple[_Rule, _Specificity]
 _Rank: TypeAlias = tuple[bool, bool, _Specificity, int, int]
+
+
+class _Carriers:
+    """The names a document's class (or id) values carry, and the elements carrying each.
+
+    `keys()` is every name carried; `get(name, default)` the elements whose value
+    carries it, in document order, an element once per time its value names it (as
+    a loop over the elements splitting each value gives). The values are split once
+    per distinct value; the elements of a name are gathered only when asked for,
+    and most names never are (docs/extraction.md 6.1t).
+    """
+
+    __slots__ = ("_by_name", "_holders", "_positions", "_values")
+
+    def __init__(self, values: list[_SmartString], names_of: Callable[[str], list[str]]) -> None:
+        self._values = values  # smart strings: `getparent()` is the element
+        holders: dict[str, list[str]] = {}
+        for value in set(values):
+            for name in names_of(value):
+                if (held := holders.get(name)) is None:
+                    holders[name] = [value]
+                else:
+                    held.append(value)
+        self._holders = holders
+        self._positions: dict[str, list[int]] | None = None
+        self._by_name: dict[str, list[Element]] = {}
+
+    def keys(self) -> KeysView[str]:
+        return self._holders.keys()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._holders)
+
+    def get(self, name: str, default: list[Element]) -> list[Element]:
+        found = self._by_name.get(name)
+        if found is not None:
+            return found
+        held = self._holders.get(name)
+        if held is None:
+            return default
+        positions = self._positions
+        if positions is None:
+            positions = {}
+            for index, value in enumerate(self._values):
+                if (at := positions.get(value)) is None:
+                    positions[value] = [index]
+                else:
+                    at.append(index)
+            self._positions = positions
+        if len(held) == 1:
+            indexes = positions[held[0]]
+        else:  # several values (or one naming it twice): merged back into document order
+            indexes = sorted(chain.from_iterable(positions[value] for value in held))
+        values = self._values
+        found = self._by_name[name] = [values[index].getparent() for index in indexes]
+        return found
+
+
+def _id_names(value: str) -> list[str]:
+    """The name an id value gives, as a list (an empty id gives none; spaces are cut)."""
+    return [value.strip()] if value else []
 
 
 @dataclass(slots=True)
@@ -112,8 +182,8 @@ class _Engine:
     interest_tags: tuple[set[Element], dict[str, list[Element]]] | None = None
     # Inherited state at an element and the root of the hidden text it lies in.
     states: dict[Element, tuple[_State, Element | None]] = field(default_factory=dict)
-    # The elements carrying each class and each id (built once, when first needed).
-    present: tuple[dict[str, list[Element]], dict[str, list[Element]]] | None = None
+    # The elements carrying each class and each id (read once, when first needed).
+    present: tuple[_Carriers, _Carriers] | None = None
 
     def run(self) -> None:
         self.external = _links_a_style_sheet(self.root)
@@ -273,22 +343,13 @@ class _Engine:
             return True
         return False
 
-    def _present(self) -> tuple[dict[str, list[Element]], dict[str, list[Element]]]:
+    def _present(self) -> tuple[_Carriers, _Carriers]:
         """The elements carrying each class and each id of the document."""
         if self.present is None:
-            by_class: dict[str, list[Element]] = {}
-            by_id: dict[str, list[Element]] = {}
-            for element in _NAMED(self.root):
-                get = element.get
-                if classes := get("class"):
-                    for name in classes.split():
-                        if (carriers := by_class.get(name)) is None:
-                            by_class[name] = [element]
-                        else:
-                            carriers.append(element)
-                if identifier := get("id"):
-                    by_id.setdefault(identifier.strip(), []).append(element)
-            self.present = (by_class, by_id)
+            self.present = (
+                _Carriers(_CLASS_VALUES(self.root), str.split),
+                _Carriers(_ID_VALUES(self.root), _id_names),
+            )
         return self.present
 
     # -- matching --------------------------------------------------------------------------
