@@ -21,6 +21,7 @@ from cssselect.xpath import ExpressionError
 from lxml import etree  # type: ignore[import-untyped]
 
 from rypsok.core.fetch.css_visibility.bounds import _Budget
+from rypsok.core.fetch.css_visibility.contrast import Palette, declared_colours
 from rypsok.core.fetch.css_visibility.glyphs import _GLYPH_TAG, draw_glyphs
 from rypsok.core.fetch.css_visibility.matching import _parse_chunk, _Rule, _Selector
 from rypsok.core.fetch.css_visibility.media import _safe_media
@@ -112,6 +113,8 @@ class _Engine:
     interest_tags: tuple[set[Element], dict[str, list[Element]]] | None = None
     # Inherited state at an element and the root of the hidden text it lies in.
     states: dict[Element, tuple[_State, Element | None]] = field(default_factory=dict)
+    # The text colours and backgrounds the page declares (`contrast`).
+    palette: Palette = field(default_factory=Palette)
     # The elements carrying each class and each id (built once, when first needed).
     present: tuple[dict[str, list[Element]], dict[str, list[Element]]] | None = None
 
@@ -184,12 +187,23 @@ class _Engine:
         for sheet, count in read:
             viable = sheet.viable(names, count)
             hiding = sheet.hiding(self.external, viable)
-            self.chunks.extend(
+            chunks = [
                 _Chunk(*sheet.rules[index], first + index, may_hide, sheet, index)
                 for index, may_hide in zip(viable, hiding, strict=True)
-            )
+            ]
+            if not self.external:  # see `_may_contrast`
+                self._read_colours(sheet, viable, chunks)
+            self.chunks.extend(chunks)
             first += count
         self.read = read
+
+    def _read_colours(self, sheet: _SheetRules, viable: list[int], chunks: list[_Chunk]) -> None:
+        """Add the colours of the rules that may apply to the page's palette; keep each
+        rule's on its chunk for `_may_contrast`."""
+        at = {index: place for place, index in enumerate(viable)}
+        for index, colours in sheet.colours(viable):
+            self.palette.add(colours)
+            chunks[at[index]].colours = colours
 
     def _every_chunk(self) -> list[_Chunk]:
         """All the rules read, viable or not (the glyph rules are judged on all of them)."""
@@ -217,10 +231,12 @@ class _Engine:
             if not could_hide(style, external=self.external, inline=True):
                 continue
             declared = self._inline(element)
-            if _block_may_hide(declared, self.external) or any(
-                isinstance(d.value, _Rgba) for d in declared
-            ):
+            if any(isinstance(d.value, _Rgba) for d in declared):
                 self.candidates[element] = None  # a colour: compared with the ancestors
+                if not self.external:  # see `_may_contrast`
+                    self.palette.add(declared_colours(declared))
+            elif _block_may_hide(declared, self.external):
+                self.candidates[element] = None
 
     def _inline(self, element: Element) -> tuple[_Declared, ...]:
         """The element's style attribute, parsed once per distinct text (LIM-V2)."""
@@ -244,16 +260,29 @@ class _Engine:
         for index, chunk in enumerate(self.chunks):
             if not index % CANCEL_CHECK_INTERVAL:
                 check_cancelled()
-            if not chunk.may_hide or not self._may_apply(chunk):
+            if not (chunk.may_hide or self._may_contrast(chunk)) or not self._may_apply(chunk):
                 continue
             if not self.budget.take("rules", 1):  # LIM-V3
                 break
             rule = _parse_chunk(chunk)
-            if rule is not None:
-                (hiding if _block_may_hide(rule.declarations, self.external) else others).append(
-                    rule
-                )
+            if rule is None:
+                continue
+            if _block_may_hide(rule.declarations, self.external) or (
+                not self.external and self.palette.contrasts(declared_colours(rule.declarations))
+            ):
+                hiding.append(rule)
+            else:
+                others.append(rule)
         return hiding, others
+
+    def _may_contrast(self, chunk: _Chunk) -> bool:
+        """Whether the rule's text declares a colour near one of the page's (`contrast`).
+
+        Never on a page with a sheet we do not read: any box between the text and
+        a declared background may have a background of its own there (a site's
+        footer, white on its dark blue, inside a white `body`).
+        """
+        return chunk.colours is not None and self.palette.contrasts(chunk.colours)
 
     def _may_apply(self, chunk: _Chunk, keys: _Keys | None = None) -> bool:
         """Whether some selector of the rule could match (and, given `keys`, match one of
@@ -389,8 +418,9 @@ class _Engine:
             bare.update(related)
         for element in self.candidates:
             if element not in interest and self._sets_colour(element):
-                # Its own colour is judged against its ancestors' backgrounds: read their rules.
-                in_play.add("background")
+                # Its own colour is judged against its ancestors' backgrounds, and a rule
+                # naming it more precisely may give it another: read both.
+                in_play.update(("background", "color"))
                 related = {element, *element.iterancestors()}
                 interest.update(related)
                 bare.update(related)
