@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 
 from rypsok.core import limits
 from rypsok.core.fetch.css_visibility import drop_hidden
+from rypsok.core.fetch.css_visibility.colours import _Rgba
 from rypsok.core.fetch.css_visibility.contrast import Palette, declared_colours, rule_colours
-from rypsok.core.fetch.css_visibility.properties import _close, _Declared, _Rgba
+from rypsok.core.fetch.css_visibility.properties import _close, _Declared
 from rypsok.core.fetch.parse import parse_bounded
 
 SECRET = "SECRET-IN-THE-BACKGROUND-COLOUR"

@@ -19,17 +19,18 @@ from collections.abc import Iterable, Sequence
 from itertools import product
 from typing import Final, NamedTuple
 
+from rypsok.core.fetch.css_visibility.colours import _INVISIBLE_ALPHA, _Rgba
 from rypsok.core.fetch.css_visibility.prechecks import (
     _background_value,
     _colour_value,
     _compact,
     _values,
+    compact_unreadable,
 )
 from rypsok.core.fetch.css_visibility.properties import (
-    _INVISIBLE_ALPHA,
     _SAME_COLOUR,
     _Declared,
-    _Rgba,
+    _parse_style,
 )
 
 # One bucket spans `_SAME_COLOUR`: two channels that `_close` calls the same are in the
@@ -54,7 +55,7 @@ class RuleColours(NamedTuple):
         return cls(colour_keys, background_keys, _widen(colour_keys), _widen(background_keys))
 
 
-_NONE: Final = RuleColours(frozenset(), frozenset(), frozenset(), frozenset())
+NO_COLOURS: Final = RuleColours(frozenset(), frozenset(), frozenset(), frozenset())
 
 
 def _bucket(colour: _Rgba) -> tuple[int, int, int]:
@@ -73,25 +74,41 @@ def _keys(colours: Iterable[_Rgba]) -> frozenset[int]:
     return frozenset(_key(*_bucket(colour)) for colour in colours)
 
 
-def _visible(colour: _Rgba | None) -> bool:
+def _visible(colour: _Rgba) -> bool:
     # A transparent text colour hides on its own (`_hides_alone`): nothing to compare.
-    return colour is not None and colour.alpha > _INVISIBLE_ALPHA
+    return colour.alpha > _INVISIBLE_ALPHA
 
 
 def rule_colours(text: str) -> RuleColours:
     """The colours a rule's text (selector and block) declares, read without tinycss2's
-    tokeniser except on the values (`_values` finds `color:` and `background`)."""
+    tokeniser except on the values (`_values` finds `color:` and `background`); a
+    rule with a value the compact text cannot hold (`rgb(0 0 0)`) is parsed."""
+    if "\\" in text:  # an escape may spell a property (`c\olor`): parse the rule
+        return _parsed_rule_colours(text)
     compact = _compact(text)
-    colours = [c for v in _values(compact, "color:") if _visible(c := _colour_value(v))]
-    backgrounds = [
-        background
-        for prop in ("background:", "background-color:")
-        for value in _values(compact, prop)
-        if isinstance(background := _background_value(value), _Rgba)
-    ]
+    colours: list[_Rgba] = []
+    for value in _values(compact, "color:"):
+        colour = _colour_value(value)
+        if colour is None and compact_unreadable(value):
+            return _parsed_rule_colours(text)
+        if colour is not None and _visible(colour):
+            colours.append(colour)
+    backgrounds: list[_Rgba] = []
+    for prop in ("background:", "background-color:"):
+        for value in _values(compact, prop):
+            background = _background_value(value)
+            if background == "unknown" and compact_unreadable(value):
+                return _parsed_rule_colours(text)
+            if isinstance(background, _Rgba):
+                backgrounds.append(background)
     if not colours and not backgrounds:
-        return _NONE
+        return NO_COLOURS
     return RuleColours.of(colours, backgrounds)
+
+
+def _parsed_rule_colours(text: str) -> RuleColours:
+    block = text[text.find("{") + 1 :]
+    return declared_colours(_parse_style(block[:-1] if block.endswith("}") else block))
 
 
 def declared_colours(declared: Sequence[_Declared]) -> RuleColours:
@@ -101,7 +118,7 @@ def declared_colours(declared: Sequence[_Declared]) -> RuleColours:
         d.value for d in declared if d.prop == "background" and isinstance(d.value, _Rgba)
     ]
     if not colours and not backgrounds:
-        return _NONE
+        return NO_COLOURS
     return RuleColours.of(
         (c for c in colours if _visible(c)), (b for b in backgrounds if _visible(b))
     )

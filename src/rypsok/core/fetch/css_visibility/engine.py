@@ -21,6 +21,7 @@ from cssselect.xpath import ExpressionError
 from lxml import etree  # type: ignore[import-untyped]
 
 from rypsok.core.fetch.css_visibility.bounds import _Budget
+from rypsok.core.fetch.css_visibility.colours import _Rgba, legacy_colour
 from rypsok.core.fetch.css_visibility.contrast import Palette, declared_colours
 from rypsok.core.fetch.css_visibility.glyphs import _GLYPH_TAG, draw_glyphs
 from rypsok.core.fetch.css_visibility.matching import _parse_chunk, _Rule, _Selector
@@ -41,7 +42,6 @@ from rypsok.core.fetch.css_visibility.properties import (
     _hides_alone,
     _hides_subtree,
     _parse_style,
-    _Rgba,
     _State,
     _visually_clipped,
 )
@@ -73,14 +73,21 @@ _UNRENDERED: Final = ("style", "template")
 # attribute tests on every element; both give the same elements in document order.
 # The elements with a `hidden`, `aria-hidden` or `style` attribute, in document order:
 # one pass over the attributes (a union of three `//@name` steps makes three).
-_CANDIDATE_ATTRIBUTES: Final = etree.XPath(
-    '//@*[name()="style" or name()="hidden" or name()="aria-hidden"]/..'
-)
-# The same with the closed `<dialog>` elements, which are not rendered (the browser's
-# own sheet: display none); used only on a page that has a dialog.
-_CANDIDATES_WITH_DIALOGS: Final = etree.XPath(
-    '//@*[name()="style" or name()="hidden" or name()="aria-hidden"]/.. | //dialog[not(@open)]'
-)
+_ATTRIBUTE_QUERY: Final = '//@*[name()="style" or name()="hidden" or name()="aria-hidden"]/..'
+# With the closed `<dialog>` elements, which are not rendered (the browser's own sheet:
+# display none), and the `<font color>` elements (a presentational colour); each only
+# on a page that has one.
+_CANDIDATE_QUERIES: Final = {
+    (dialogs, fonts): etree.XPath(
+        " | ".join(
+            [_ATTRIBUTE_QUERY]
+            + (["//dialog[not(@open)]"] if dialogs else [])
+            + (["//font[@color]"] if fonts else [])
+        )
+    )
+    for dialogs in (False, True)
+    for fonts in (False, True)
+}
 # HTML splits `rel` at ASCII whitespace; XPath's normalize-space, which this replaced,
 # knew only these four (a form feed was never a separator here).
 _REL_SEPARATORS: Final = str.maketrans(dict.fromkeys("\t\n\r", " "))
@@ -113,8 +120,10 @@ class _Engine:
     interest_tags: tuple[set[Element], dict[str, list[Element]]] | None = None
     # Inherited state at an element and the root of the hidden text it lies in.
     states: dict[Element, tuple[_State, Element | None]] = field(default_factory=dict)
-    # The text colours and backgrounds the page declares (`contrast`).
+    # The text colours and backgrounds the page declares (`contrast`), and the
+    # candidates that only a rule matched through them made.
     palette: Palette = field(default_factory=Palette)
+    by_colours: set[Element] = field(default_factory=set)
     # The elements carrying each class and each id (built once, when first needed).
     present: tuple[dict[str, list[Element]], dict[str, list[Element]]] | None = None
 
@@ -125,8 +134,8 @@ class _Engine:
             draw_glyphs(self.root, self._every_chunk(), external=self.external)
         self._find_attribute_candidates()
         hiding, others = self._first_pass_rules()
-        for rule in hiding:
-            self._match(rule, interest=None)
+        for rule, by_colours in hiding:
+            self._match(rule, interest=None, by_colours=by_colours)
         if not self.candidates:
             return
         removed, regions = self._decide()
@@ -220,10 +229,14 @@ class _Engine:
         # iter() of a tag name the document never holds returns at once (lxml's
         # name dictionary), so a page without dialogs pays nothing for them.
         has_dialog = next(self.root.iter("dialog"), None) is not None
-        found = (_CANDIDATES_WITH_DIALOGS if has_dialog else _CANDIDATE_ATTRIBUTES)(self.root)
-        for element in found:
+        has_font = next(self.root.iter("font"), None) is not None
+        for element in _CANDIDATE_QUERIES[has_dialog, has_font](self.root):
             if element.tag in _NEVER_HIDDEN:
                 continue
+            if hint := _presentational(element):
+                self.candidates[element] = None  # its colour: compared with the ancestors
+                if not self.external:
+                    self.palette.add(declared_colours(hint))
             if _hidden_by_markup(element) or _aria_hidden(element):
                 self.candidates[element] = None
                 continue
@@ -253,9 +266,10 @@ class _Engine:
         self.inline[element] = declared
         return declared
 
-    def _first_pass_rules(self) -> tuple[list[_Rule], list[_Rule]]:
-        """Parse the rules whose text could hide; split them into hiding and the others."""
-        hiding: list[_Rule] = []
+    def _first_pass_rules(self) -> tuple[list[tuple[_Rule, bool]], list[_Rule]]:
+        """Parse the rules whose text could hide; split them into hiding (and whether
+        only their colours and the page's palette make them so) and the others."""
+        hiding: list[tuple[_Rule, bool]] = []
         others: list[_Rule] = []
         for index, chunk in enumerate(self.chunks):
             if not index % CANCEL_CHECK_INTERVAL:
@@ -267,10 +281,10 @@ class _Engine:
             rule = _parse_chunk(chunk)
             if rule is None:
                 continue
-            if _block_may_hide(rule.declarations, self.external) or (
-                not self.external and self.palette.contrasts(declared_colours(rule.declarations))
-            ):
-                hiding.append(rule)
+            if _block_may_hide(rule.declarations, self.external):
+                hiding.append((rule, False))
+            elif not self.external and self.palette.contrasts(declared_colours(rule.declarations)):
+                hiding.append((rule, True))
             else:
                 others.append(rule)
         return hiding, others
@@ -322,11 +336,14 @@ class _Engine:
 
     # -- matching --------------------------------------------------------------------------
 
-    def _match(self, rule: _Rule, interest: set[Element] | None) -> None:
+    def _match(
+        self, rule: _Rule, interest: set[Element] | None, *, by_colours: bool = False
+    ) -> None:
         """Evaluate each selector of `rule` once; record the matches.
 
         With `interest` None the rule hides and every match becomes a
-        candidate; otherwise only matches inside `interest` are recorded.
+        candidate (`by_colours`: only through the page's palette); otherwise
+        only matches inside `interest` are recorded.
         """
         check_cancelled()  # once per rule: an abandoned extraction stops here (REQ-PAGE-008)
         for selector in rule.selectors():
@@ -342,6 +359,10 @@ class _Engine:
                     return
                 self.entries.setdefault(element, []).append((matched, selector.specificity))
                 if interest is None and element.tag not in _NEVER_HIDDEN:
+                    if not by_colours:
+                        self.by_colours.discard(element)
+                    elif element not in self.candidates:
+                        self.by_colours.add(element)
                     self.candidates[element] = None
 
     def _matches(self, selector: _Selector, interest: set[Element] | None) -> list[Element]:
@@ -417,6 +438,11 @@ class _Engine:
             interest.update(related)
             bare.update(related)
         for element in self.candidates:
+            if element in self.by_colours:
+                # Every background near its colour was matched in the first pass (the
+                # palette holds both sides): not hidden then, nothing read now can hide
+                # it; hidden then, it is a region above.
+                continue
             if element not in interest and self._sets_colour(element):
                 # Its own colour is judged against its ancestors' backgrounds, and a rule
                 # naming it more precisely may give it another: read both.
@@ -483,6 +509,9 @@ class _Engine:
             for declared in self._inline(element):
                 rank = (declared.important, True, (0, 0, 0), 0, declared.position)
                 ranked.append((rank, declared))
+        for declared in _presentational(element):
+            # A presentational hint comes before every author rule (HTML, "Rendering").
+            ranked.append(((False, False, (-1, 0, 0), 0, 0), declared))
         ranked.sort(key=lambda pair: pair[0])
         return [declared for _, declared in ranked]
 
@@ -583,7 +612,11 @@ class _Engine:
         an element inherits its parent's state unchanged, which can only hide
         more, never show hidden text.
         """
-        if element not in self.entries and element.get("style") is None:
+        if (
+            element not in self.entries
+            and element.get("style") is None
+            and element.tag != "font"  # `<font color>` (`_presentational`)
+        ):
             return parent
         if not self.budget.take("visits", 1):
             return parent
@@ -680,6 +713,15 @@ def _links_a_style_sheet(root: Element) -> bool:
 
 # The letters of "stylesheet" in upper case, as the XPath this replaced lowered them.
 _STYLESHEET_CASE: Final = str.maketrans("STYLEHET", "stylehet")
+
+
+def _presentational(element: Element) -> tuple[_Declared, ...]:
+    """The colour a `<font color>` gives, as a declaration (HTML's legacy colour value)."""
+    if element.tag != "font":
+        return ()
+    value = element.get("color")
+    colour = None if value is None else legacy_colour(value)
+    return () if colour is None else (_Declared(False, "color", colour, 0),)
 
 
 def _hidden_by_markup(element: Element) -> bool:

@@ -19,7 +19,9 @@ import functools
 from collections.abc import Iterator, Sequence
 from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
-import tinycss2.color3  # type: ignore[import-untyped]
+import tinycss2  # type: ignore[import-untyped]
+
+from rypsok.core.fetch.css_visibility.colours import _INVISIBLE_ALPHA, _Rgba, parse_colour
 
 # Process-wide caches of pure functions of CSS text (package docstring, "Caches").
 # Worst case kept: 16 Mi characters of sheets with their rule texts, about 32 MiB, and
@@ -33,17 +35,9 @@ _CACHED_BLOCK_TEXT: Final = 1_024  # longer texts are rare and not kept
 # -- values -------------------------------------------------------------------------------
 
 
-class _Rgba(NamedTuple):
-    red: float
-    green: float
-    blue: float
-    alpha: float
-
-
 _BLACK: Final = _Rgba(0.0, 0.0, 0.0, 1.0)
 _WHITE: Final = _Rgba(1.0, 1.0, 1.0, 1.0)
 _SAME_COLOUR: Final = 8 / 255  # per channel: closer than this is unreadable
-_INVISIBLE_ALPHA: Final = 0.01
 _OFF_SCREEN_PX: Final = 999.0
 _ZERO_SIZE_PX: Final = 1.0
 # Text this small is unreadable (`font-size: 1px`, `0.5pt`): read as a zero size.
@@ -171,12 +165,8 @@ def _colour(tokens: list[Any]) -> Colour:
 
 
 def _parse_colour(token: Any) -> _Rgba | None:
-    """A named, #hex, rgb(a)() or hsl(a)() colour, normalised by tinycss2."""
-    parsed = tinycss2.color3.parse_color(token)
-    if parsed is None or isinstance(parsed, str):
-        return None
-    red, green, blue, alpha = parsed
-    return _Rgba(float(red), float(green), float(blue), float(alpha))
+    """A colour of any CSS level in sRGB (`colours`), or None when not known."""
+    return parse_colour(token)
 
 
 def _background(tokens: list[Any]) -> Background:
@@ -192,6 +182,8 @@ def _background(tokens: list[Any]) -> Background:
         parsed = _parse_colour(token)
         if parsed is not None:
             colour = parsed
+        elif token.type == "function":
+            return "unknown"  # a colour in a space not converted here, or not valid
     if isinstance(colour, _Rgba):
         if colour.alpha <= _INVISIBLE_ALPHA:
             return "transparent"
@@ -200,7 +192,9 @@ def _background(tokens: list[Any]) -> Background:
     return colour
 
 
-_COLOUR_FUNCTIONS: Final = frozenset({"rgb", "rgba", "hsl", "hsla"})
+_COLOUR_FUNCTIONS: Final = frozenset(
+    {"rgb", "rgba", "hsl", "hsla", "hwb", "lab", "lch", "oklab", "oklch", "color"}
+)
 
 
 def _zero_clip(tokens: list[Any]) -> bool:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Final, NamedTuple
 
-from rypsok.core.fetch.css_visibility.contrast import RuleColours, rule_colours
+from rypsok.core.fetch.css_visibility.contrast import NO_COLOURS, RuleColours, rule_colours
 from rypsok.core.fetch.css_visibility.media import _condition_applies
 from rypsok.core.fetch.css_visibility.prechecks import (
     _HIDING_FORMS,
@@ -321,7 +321,6 @@ class _SheetRules:
     """
 
     __slots__ = (
-        "_colour_rules",
         "_colours",
         "_hiding",
         "_last_viable",
@@ -336,7 +335,6 @@ class _SheetRules:
         self._lowered_blocks: list[str] | None = None
         self._selectors: tuple[list[str] | None, tuple[str, ...], bool] | None = None
         self._last_viable: tuple[bytes, int, tuple[int, ...]] | None = None
-        self._colour_rules: frozenset[int] | None = None
         self._colours: dict[int, RuleColours] = {}
 
     def hiding(self, external: bool, indexes: Sequence[int] | None = None) -> tuple[bool, ...]:
@@ -351,18 +349,15 @@ class _SheetRules:
         return tuple(known[index] for index in indexes)
 
     def colours(self, indexes: Sequence[int]) -> list[tuple[int, RuleColours]]:
-        """The rules at `indexes` that declare a colour, and their colours (`contrast`);
-        which rules name one is found once per sheet, each rule's colours once."""
-        if self._colour_rules is None:
-            self._colour_rules = _naming_colours([text for text, _ in self.rules])
-        named = self._colour_rules
+        """The rules at `indexes` that declare a colour, and their colours (`contrast`),
+        each rule read once per sheet and only when a page may apply it."""
         known = self._colours  # two threads may both fill it: the same values
         found: list[tuple[int, RuleColours]] = []
         for index in indexes:
-            if index in named:
-                colours = known.get(index)
-                if colours is None:
-                    colours = known[index] = rule_colours(self.rules[index][0])
+            colours = known.get(index)
+            if colours is None:
+                colours = known[index] = _rule_colours(self.rules[index][0])
+            if colours is not NO_COLOURS:
                 found.append((index, colours))
         return found
 
@@ -457,18 +452,13 @@ def _could_hide_each(texts: list[str], external: bool) -> tuple[bool, ...]:
     return tuple(flags)
 
 
-def _naming_colours(texts: list[str]) -> frozenset[int]:
-    """The indexes of the rule texts that may declare a colour or a background (a
-    superset: `color:` or `background:` in the joined text, or a comment that could
-    stand inside one)."""
-    joined = "".join(_RULE_SEPARATOR.join(texts).lower().split())
-    starts = _rule_starts(joined)
-    if len(starts) != len(texts):  # (never from lxml) a NUL in a rule: read them all
-        return frozenset(range(len(texts)))
-    named = _rules_holding(joined, starts, _COLOUR_MARKS)
-    if "/*" in joined:  # `color/**/:` is a colour too
-        named |= _rules_holding(joined, starts, ("/*",))
-    return frozenset(named)
+def _rule_colours(text: str) -> RuleColours:
+    """`rule_colours`, for a rule whose text names a colour or a background, or holds a
+    comment that could stand inside one (`color/**/:`)."""
+    lowered = text.lower()
+    if "color" in lowered or "background" in lowered or "/*" in lowered or "\\" in lowered:
+        return rule_colours(text)
+    return NO_COLOURS
 
 
 # Never in a sheet: the parser removes C0 controls other than whitespace.
