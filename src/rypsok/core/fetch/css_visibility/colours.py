@@ -17,6 +17,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
+import tinycss2.color3  # type: ignore[import-untyped]
 import tinycss2.color4  # type: ignore[import-untyped]
 
 
@@ -47,6 +48,12 @@ _BRADFORD_D50_TO_D65: Final[_Matrix] = (
 def parse_colour(token: Any) -> _Rgba | None:
     """A colour token or text in sRGB, or None when it is not a colour or its value is
     not known here (`currentColor`, an unconverted space)."""
+    known = tinycss2.color3.parse_color(token)  # the common syntaxes, about twice as fast
+    if isinstance(known, tuple):
+        red, green, blue, alpha = known
+        return _Rgba(float(red), float(green), float(blue), float(alpha))
+    if known is not None:
+        return None  # currentColor
     parsed = tinycss2.color4.parse_color(token)
     if parsed is None or isinstance(parsed, str):
         return None

@@ -38,6 +38,7 @@ from rypsok.core.fetch.css_visibility.properties import (
     _WHITE,
     Value,
     _block_may_hide,
+    _declare_piece,
     _Declared,
     _hides_alone,
     _hides_subtree,
@@ -61,6 +62,13 @@ from rypsok.core.fetch.css_visibility.tree import (
     _holds_text,
     _inside,
     _names_of,
+)
+from rypsok.core.fetch.css_visibility.variables import (
+    Lookup,
+    VarRef,
+    custom_declarations,
+    referenced_names,
+    substitute,
 )
 from rypsok.core.fetch.parse import CANCEL_CHECK_INTERVAL, Element, check_cancelled
 from rypsok.core.trees import remove_keeping_tail
@@ -96,6 +104,7 @@ _ELEMENT_TEST_VISITS: Final = 4  # measured: XPath on one element from Python vs
 _NAMED: Final = etree.XPath("/descendant-or-self::*[@class or @id]")  # faster than //*
 
 _Specificity: TypeAlias = tuple[int, int, int]
+_VARIABLE_ROUNDS: Final = 4  # custom values naming custom values, this deep at most
 _Entry: TypeAlias = tuple[_Rule, _Specificity]
 _Rank: TypeAlias = tuple[bool, bool, _Specificity, int, int]
 
@@ -124,6 +133,8 @@ class _Engine:
     # candidates that only a rule matched through them made.
     palette: Palette = field(default_factory=Palette)
     by_colours: set[Element] = field(default_factory=set)
+    # Elements with a hiding property through `var()` (`variables`).
+    var_users: dict[Element, None] = field(default_factory=dict)
     # The elements carrying each class and each id (built once, when first needed).
     present: tuple[dict[str, list[Element]], dict[str, list[Element]]] | None = None
 
@@ -136,6 +147,8 @@ class _Engine:
         hiding, others = self._first_pass_rules()
         for rule, by_colours in hiding:
             self._match(rule, interest=None, by_colours=by_colours)
+        if self.var_users:
+            self._match_custom_properties()
         if not self.candidates:
             return
         removed, regions = self._decide()
@@ -244,6 +257,8 @@ class _Engine:
             if not could_hide(style, external=self.external, inline=True):
                 continue
             declared = self._inline(element)
+            if any(isinstance(d.value, VarRef) for d in declared):
+                self.var_users[element] = None
             if any(isinstance(d.value, _Rgba) for d in declared):
                 self.candidates[element] = None  # a colour: compared with the ancestors
                 if not self.external:  # see `_may_contrast`
@@ -359,6 +374,8 @@ class _Engine:
                     return
                 self.entries.setdefault(element, []).append((matched, selector.specificity))
                 if interest is None and element.tag not in _NEVER_HIDDEN:
+                    if rule.holds_var:
+                        self.var_users[element] = None
                     if not by_colours:
                         self.by_colours.discard(element)
                     elif element not in self.candidates:
@@ -519,9 +536,102 @@ class _Engine:
         """The winning value of each property declared for `element` (after matching)."""
         known = self.values.get(element)
         if known is None:
-            known = {declared.prop: declared.value for declared in self._declared(element)}
+            known = {}
+            for declared in self._declared(element):
+                if isinstance(declared.value, VarRef):
+                    known.update(self._resolved(element, declared.value))
+                else:
+                    known[declared.prop] = declared.value
             self.values[element] = known
         return known
+
+    # -- custom properties (`variables`) ---------------------------------------------------
+
+    def _match_custom_properties(self) -> None:
+        """Match the rules that declare the custom properties the `var()` users name,
+        on those elements and their ancestors (where an inherited value comes from)."""
+        names: set[str] = set()
+        for element in self.var_users:
+            for declared in self._declared(element):
+                if isinstance(declared.value, VarRef):
+                    names |= referenced_names(declared.value.text)
+        interest: set[Element] = set()
+        for element in self.var_users:
+            interest.add(element)
+            interest.update(element.iterancestors())
+        styles = [style for e in interest if (style := e.get("style")) and "--" in style]
+        for _ in range(_VARIABLE_ROUNDS):  # values that name further custom properties
+            values = [
+                value
+                for text in [
+                    *(c.block_text() for c in self.chunks if _names_any(c.text, names)),
+                    *styles,
+                ]
+                for name, value, _ in custom_declarations(text)
+                if name in names
+            ]
+            found = set().union(*map(referenced_names, values)) if values else set()
+            if found <= names:
+                break
+            names |= found
+        for chunk in self.chunks:
+            if not _names_any(chunk.text, names):
+                continue
+            customs = tuple(
+                _Declared(important, name, value, position)
+                for position, (name, value, important) in enumerate(
+                    custom_declarations(chunk.block_text())
+                )
+                if name in names
+            )
+            if customs and self.budget.take("rules", 1):  # LIM-V3
+                self._match(_Rule(chunk, customs, chunk.order), interest)
+
+    def _resolved(self, element: Element, reference: VarRef) -> list[tuple[str, Value]]:
+        """A `var()` value at `element`: its references substituted and the result read
+        as the declared property (nothing when invalid: a browser leaves it unset)."""
+        text = substitute(reference.text, self._custom_lookup(element))
+        if self.budget.visits == 0:
+            # LIM-V5 spent while resolving: as past every bound, hide rather than show.
+            return [("display", "none")]
+        if text is None:
+            return []
+        try:
+            return [(prop, value) for _, prop, value in _declare_piece(f"{reference.prop}: {text}")]
+        except (ValueError, TypeError, AttributeError, IndexError, RecursionError):
+            return []
+
+    def _custom_lookup(self, element: Element) -> Lookup:
+        def lookup(name: str) -> tuple[str, Lookup] | None:
+            for node in (element, *element.iterancestors()):
+                if not self.budget.take("visits", 1):  # LIM-V5
+                    return None
+                value = self._custom_value(node, name)
+                if value is not None:
+                    return value, self._custom_lookup(node)
+            return None
+
+        return lookup
+
+    def _custom_value(self, node: Element, name: str) -> str | None:
+        """The custom property's value declared at `node`: its style attribute, else the
+        rule that wins the cascade there (`!important` first)."""
+        style = node.get("style")
+        if style and name in style:
+            inline: tuple[bool, str] | None = None
+            for declared_name, value, important in custom_declarations(style):
+                if declared_name == name and (inline is None or important >= inline[0]):
+                    inline = (important, value)  # the last of the strongest
+            if inline is not None:
+                return inline[1]
+        best: tuple[tuple[bool, _Specificity, int, int], str] | None = None
+        for rule, specificity in self.entries.get(node, ()):
+            for declared in rule.declarations:
+                if declared.prop == name and isinstance(declared.value, str):
+                    rank = (declared.important, specificity, rule.order, declared.position)
+                    if best is None or rank >= best[0]:
+                        best = (rank, declared.value)
+        return None if best is None else best[1]
 
     # -- deciding --------------------------------------------------------------------------
 
@@ -713,6 +823,10 @@ def _links_a_style_sheet(root: Element) -> bool:
 
 # The letters of "stylesheet" in upper case, as the XPath this replaced lowered them.
 _STYLESHEET_CASE: Final = str.maketrans("STYLEHET", "stylehet")
+
+
+def _names_any(text: str, names: set[str]) -> bool:
+    return any(name in text for name in names)
 
 
 def _presentational(element: Element) -> tuple[_Declared, ...]:

@@ -67,6 +67,15 @@ _HIDING_FORMS: Final = (
     "height:.",
     "height:1px",
     "\\",  # an escape could spell any of them
+    # A custom property in a hiding property (`variables`); inside functions, the
+    # `translate`, `scale`, `opacity(` and `clip-path:` forms above already hold.
+    "display:var(",
+    "visibility:var(",
+    "opacity:var(",
+    "font-size:var(",
+    "content-visibility:var(",
+    "transform:var(",
+    "filter:var(",
 )
 _VALUE_ENDS: Final = (";", "}", "!")
 

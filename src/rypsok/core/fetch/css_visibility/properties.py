@@ -22,6 +22,7 @@ from typing import Any, Final, Literal, NamedTuple, TypeAlias
 import tinycss2  # type: ignore[import-untyped]
 
 from rypsok.core.fetch.css_visibility.colours import _INVISIBLE_ALPHA, _Rgba, parse_colour
+from rypsok.core.fetch.css_visibility.variables import VAR_PROPERTIES, VarRef, holds_var
 
 # Process-wide caches of pure functions of CSS text (package docstring, "Caches").
 # Worst case kept: 16 Mi characters of sheets with their rule texts, about 32 MiB, and
@@ -73,7 +74,7 @@ _TRANSPARENT: Final = "transparent"
 FontSize: TypeAlias = Literal["zero", "absolute", "relative", "inherit"]
 Colour: TypeAlias = _Rgba | Literal["inherit", "unknown"]
 Background: TypeAlias = _Rgba | Literal["transparent", "unknown"]
-Value: TypeAlias = str | float | bool | _Rgba | None
+Value: TypeAlias = str | float | bool | _Rgba | VarRef | None
 
 # Properties that never inherit and hide the whole element when they hide.
 _NUMERIC: Final = frozenset(
@@ -415,6 +416,11 @@ def _piece_declarations(piece: str) -> tuple[tuple[bool, str, Value], ...]:
     return _declare(piece)
 
 
+def _declare_piece(piece: str) -> tuple[tuple[bool, str, Value], ...]:
+    """`_declare`, through the cache when the text is short."""
+    return _piece_declarations(piece) if len(piece) <= _CACHED_TEXT else _declare(piece)
+
+
 def _declare(piece: str) -> tuple[tuple[bool, str, Value], ...]:
     """One `prop: value` of a simple block, normalised: (important, prop, value) of each
     declaration it sets."""
@@ -436,6 +442,13 @@ def _add_declaration(item: Any, found: list[_Declared]) -> None:
     tokens = _tokens(item.value)
     if not tokens:
         return
+    if _unprefixed(item.lower_name) in VAR_PROPERTIES and holds_var(tokens):
+        # Resolved per element once custom properties are known (`variables`).
+        reference = VarRef(item.lower_name, tinycss2.serialize(item.value).strip())
+        found.append(
+            _Declared(bool(item.important), _unprefixed(item.lower_name), reference, len(found))
+        )
+        return
     try:
         pairs = tuple(_declarations(item.lower_name, tokens))
     except (ValueError, TypeError, AttributeError, IndexError, RecursionError):
@@ -447,8 +460,14 @@ def _add_declaration(item: Any, found: list[_Declared]) -> None:
         found.append(_Declared(bool(item.important), prop, value, len(found)))
 
 
+def _unprefixed(name: str) -> str:
+    return name.split("-", 2)[2] if name.startswith(("-webkit-", "-moz-", "-ms-")) else name
+
+
 def _hides_alone(prop: str, value: Value) -> bool:
     """Whether this one declaration can hide (the first-pass filter after parsing)."""
+    if isinstance(value, VarRef):
+        return True  # may, once its references are resolved
     if prop == "display":
         return value == "none"
     if prop == "visibility":
