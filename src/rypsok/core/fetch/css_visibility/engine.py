@@ -23,6 +23,8 @@ from cssselect.xpath import ExpressionError
 from lxml import etree  # type: ignore[import-untyped]
 
 from rypsok.core.fetch.css_visibility.bounds import _Budget
+from rypsok.core.fetch.css_visibility.colours import _Rgba, legacy_colour
+from rypsok.core.fetch.css_visibility.contrast import Palette, declared_colours
 from rypsok.core.fetch.css_visibility.glyphs import _GLYPH_TAG, draw_glyphs
 from rypsok.core.fetch.css_visibility.matching import _parse_chunk, _Rule, _Selector
 from rypsok.core.fetch.css_visibility.media import _safe_media
@@ -38,11 +40,11 @@ from rypsok.core.fetch.css_visibility.properties import (
     _WHITE,
     Value,
     _block_may_hide,
+    _declare_piece,
     _Declared,
     _hides_alone,
     _hides_subtree,
     _parse_style,
-    _Rgba,
     _State,
     _visually_clipped,
 )
@@ -63,6 +65,13 @@ from rypsok.core.fetch.css_visibility.tree import (
     _inside,
     _names_of,
 )
+from rypsok.core.fetch.css_visibility.variables import (
+    Lookup,
+    VarRef,
+    custom_declarations,
+    referenced_names,
+    substitute,
+)
 from rypsok.core.fetch.parse import CANCEL_CHECK_INTERVAL, Element, check_cancelled
 from rypsok.core.trees import remove_keeping_tail
 
@@ -74,14 +83,21 @@ _UNRENDERED: Final = ("style", "template")
 # attribute tests on every element; both give the same elements in document order.
 # The elements with a `hidden`, `aria-hidden` or `style` attribute, in document order:
 # one pass over the attributes (a union of three `//@name` steps makes three).
-_CANDIDATE_ATTRIBUTES: Final = etree.XPath(
-    '//@*[name()="style" or name()="hidden" or name()="aria-hidden"]/..'
-)
-# The same with the closed `<dialog>` elements, which are not rendered (the browser's
-# own sheet: display none); used only on a page that has a dialog.
-_CANDIDATES_WITH_DIALOGS: Final = etree.XPath(
-    '//@*[name()="style" or name()="hidden" or name()="aria-hidden"]/.. | //dialog[not(@open)]'
-)
+_ATTRIBUTE_QUERY: Final = '//@*[name()="style" or name()="hidden" or name()="aria-hidden"]/..'
+# With the closed `<dialog>` elements, which are not rendered (the browser's own sheet:
+# display none), and the `<font color>` elements (a presentational colour); each only
+# on a page that has one.
+_CANDIDATE_QUERIES: Final = {
+    (dialogs, fonts): etree.XPath(
+        " | ".join(
+            [_ATTRIBUTE_QUERY]
+            + (["//dialog[not(@open)]"] if dialogs else [])
+            + (["//font[@color]"] if fonts else [])
+        )
+    )
+    for dialogs in (False, True)
+    for fonts in (False, True)
+}
 # HTML splits `rel` at ASCII whitespace; XPath's normalize-space, which this replaced,
 # knew only these four (a form feed was never a separator here).
 _REL_SEPARATORS: Final = str.maketrans(dict.fromkeys("\t\n\r", " "))
@@ -97,6 +113,7 @@ _ID_VALUES: Final = etree.XPath("//@id")
 _Specificity: TypeAlias = tuple[int, int, int]
 # An attribute value from XPath: a `str` that also knows its element (`getparent()`).
 _SmartString: TypeAlias = Any
+_VARIABLE_ROUNDS: Final = 4  # custom values naming custom values, this deep at most
 _Entry: TypeAlias = tuple[_Rule, _Specificity]
 _Rank: TypeAlias = tuple[bool, bool, _Specificity, int, int]
 
@@ -182,6 +199,12 @@ class _Engine:
     interest_tags: tuple[set[Element], dict[str, list[Element]]] | None = None
     # Inherited state at an element and the root of the hidden text it lies in.
     states: dict[Element, tuple[_State, Element | None]] = field(default_factory=dict)
+    # The text colours and backgrounds the page declares (`contrast`), and the
+    # candidates that only a rule matched through them made.
+    palette: Palette = field(default_factory=Palette)
+    by_colours: set[Element] = field(default_factory=set)
+    # Elements with a hiding property through `var()` (`variables`).
+    var_users: dict[Element, None] = field(default_factory=dict)
     # The elements carrying each class and each id (read once, when first needed).
     present: tuple[_Carriers, _Carriers] | None = None
 
@@ -192,8 +215,10 @@ class _Engine:
             draw_glyphs(self.root, self._every_chunk(), external=self.external)
         self._find_attribute_candidates()
         hiding, others = self._first_pass_rules()
-        for rule in hiding:
-            self._match(rule, interest=None)
+        for rule, by_colours in hiding:
+            self._match(rule, interest=None, by_colours=by_colours)
+        if self.var_users:
+            self._match_custom_properties()
         if not self.candidates:
             return
         removed, regions = self._decide()
@@ -254,12 +279,23 @@ class _Engine:
         for sheet, count in read:
             viable = sheet.viable(names, count)
             hiding = sheet.hiding(self.external, viable)
-            self.chunks.extend(
+            chunks = [
                 _Chunk(*sheet.rules[index], first + index, may_hide, sheet, index)
                 for index, may_hide in zip(viable, hiding, strict=True)
-            )
+            ]
+            if not self.external:  # see `_may_contrast`
+                self._read_colours(sheet, viable, chunks)
+            self.chunks.extend(chunks)
             first += count
         self.read = read
+
+    def _read_colours(self, sheet: _SheetRules, viable: list[int], chunks: list[_Chunk]) -> None:
+        """Add the colours of the rules that may apply to the page's palette; keep each
+        rule's on its chunk for `_may_contrast`."""
+        at = {index: place for place, index in enumerate(viable)}
+        for index, colours in sheet.colours(viable):
+            self.palette.add(colours)
+            chunks[at[index]].colours = colours
 
     def _every_chunk(self) -> list[_Chunk]:
         """All the rules read, viable or not (the glyph rules are judged on all of them)."""
@@ -276,10 +312,14 @@ class _Engine:
         # iter() of a tag name the document never holds returns at once (lxml's
         # name dictionary), so a page without dialogs pays nothing for them.
         has_dialog = next(self.root.iter("dialog"), None) is not None
-        found = (_CANDIDATES_WITH_DIALOGS if has_dialog else _CANDIDATE_ATTRIBUTES)(self.root)
-        for element in found:
+        has_font = next(self.root.iter("font"), None) is not None
+        for element in _CANDIDATE_QUERIES[has_dialog, has_font](self.root):
             if element.tag in _NEVER_HIDDEN:
                 continue
+            if hint := _presentational(element):
+                self.candidates[element] = None  # its colour: compared with the ancestors
+                if not self.external:
+                    self.palette.add(declared_colours(hint))
             if _hidden_by_markup(element) or _aria_hidden(element):
                 self.candidates[element] = None
                 continue
@@ -287,10 +327,14 @@ class _Engine:
             if not could_hide(style, external=self.external, inline=True):
                 continue
             declared = self._inline(element)
-            if _block_may_hide(declared, self.external) or any(
-                isinstance(d.value, _Rgba) for d in declared
-            ):
+            if any(isinstance(d.value, VarRef) for d in declared):
+                self.var_users[element] = None
+            if any(isinstance(d.value, _Rgba) for d in declared):
                 self.candidates[element] = None  # a colour: compared with the ancestors
+                if not self.external:  # see `_may_contrast`
+                    self.palette.add(declared_colours(declared))
+            elif _block_may_hide(declared, self.external):
+                self.candidates[element] = None
 
     def _inline(self, element: Element) -> tuple[_Declared, ...]:
         """The element's style attribute, parsed once per distinct text (LIM-V2)."""
@@ -307,23 +351,37 @@ class _Engine:
         self.inline[element] = declared
         return declared
 
-    def _first_pass_rules(self) -> tuple[list[_Rule], list[_Rule]]:
-        """Parse the rules whose text could hide; split them into hiding and the others."""
-        hiding: list[_Rule] = []
+    def _first_pass_rules(self) -> tuple[list[tuple[_Rule, bool]], list[_Rule]]:
+        """Parse the rules whose text could hide; split them into hiding (and whether
+        only their colours and the page's palette make them so) and the others."""
+        hiding: list[tuple[_Rule, bool]] = []
         others: list[_Rule] = []
         for index, chunk in enumerate(self.chunks):
             if not index % CANCEL_CHECK_INTERVAL:
                 check_cancelled()
-            if not chunk.may_hide or not self._may_apply(chunk):
+            if not (chunk.may_hide or self._may_contrast(chunk)) or not self._may_apply(chunk):
                 continue
             if not self.budget.take("rules", 1):  # LIM-V3
                 break
             rule = _parse_chunk(chunk)
-            if rule is not None:
-                (hiding if _block_may_hide(rule.declarations, self.external) else others).append(
-                    rule
-                )
+            if rule is None:
+                continue
+            if _block_may_hide(rule.declarations, self.external):
+                hiding.append((rule, False))
+            elif not self.external and self.palette.contrasts(declared_colours(rule.declarations)):
+                hiding.append((rule, True))
+            else:
+                others.append(rule)
         return hiding, others
+
+    def _may_contrast(self, chunk: _Chunk) -> bool:
+        """Whether the rule's text declares a colour near one of the page's (`contrast`).
+
+        Never on a page with a sheet we do not read: any box between the text and
+        a declared background may have a background of its own there (a site's
+        footer, white on its dark blue, inside a white `body`).
+        """
+        return chunk.colours is not None and self.palette.contrasts(chunk.colours)
 
     def _may_apply(self, chunk: _Chunk, keys: _Keys | None = None) -> bool:
         """Whether some selector of the rule could match (and, given `keys`, match one of
@@ -354,11 +412,14 @@ class _Engine:
 
     # -- matching --------------------------------------------------------------------------
 
-    def _match(self, rule: _Rule, interest: set[Element] | None) -> None:
+    def _match(
+        self, rule: _Rule, interest: set[Element] | None, *, by_colours: bool = False
+    ) -> None:
         """Evaluate each selector of `rule` once; record the matches.
 
         With `interest` None the rule hides and every match becomes a
-        candidate; otherwise only matches inside `interest` are recorded.
+        candidate (`by_colours`: only through the page's palette); otherwise
+        only matches inside `interest` are recorded.
         """
         check_cancelled()  # once per rule: an abandoned extraction stops here (REQ-PAGE-008)
         for selector in rule.selectors():
@@ -374,6 +435,12 @@ class _Engine:
                     return
                 self.entries.setdefault(element, []).append((matched, selector.specificity))
                 if interest is None and element.tag not in _NEVER_HIDDEN:
+                    if rule.holds_var:
+                        self.var_users[element] = None
+                    if not by_colours:
+                        self.by_colours.discard(element)
+                    elif element not in self.candidates:
+                        self.by_colours.add(element)
                     self.candidates[element] = None
 
     def _matches(self, selector: _Selector, interest: set[Element] | None) -> list[Element]:
@@ -449,9 +516,15 @@ class _Engine:
             interest.update(related)
             bare.update(related)
         for element in self.candidates:
+            if element in self.by_colours:
+                # Every background near its colour was matched in the first pass (the
+                # palette holds both sides): not hidden then, nothing read now can hide
+                # it; hidden then, it is a region above.
+                continue
             if element not in interest and self._sets_colour(element):
-                # Its own colour is judged against its ancestors' backgrounds: read their rules.
-                in_play.add("background")
+                # Its own colour is judged against its ancestors' backgrounds, and a rule
+                # naming it more precisely may give it another: read both.
+                in_play.update(("background", "color"))
                 related = {element, *element.iterancestors()}
                 interest.update(related)
                 bare.update(related)
@@ -514,6 +587,9 @@ class _Engine:
             for declared in self._inline(element):
                 rank = (declared.important, True, (0, 0, 0), 0, declared.position)
                 ranked.append((rank, declared))
+        for declared in _presentational(element):
+            # A presentational hint comes before every author rule (HTML, "Rendering").
+            ranked.append(((False, False, (-1, 0, 0), 0, 0), declared))
         ranked.sort(key=lambda pair: pair[0])
         return [declared for _, declared in ranked]
 
@@ -521,9 +597,102 @@ class _Engine:
         """The winning value of each property declared for `element` (after matching)."""
         known = self.values.get(element)
         if known is None:
-            known = {declared.prop: declared.value for declared in self._declared(element)}
+            known = {}
+            for declared in self._declared(element):
+                if isinstance(declared.value, VarRef):
+                    known.update(self._resolved(element, declared.value))
+                else:
+                    known[declared.prop] = declared.value
             self.values[element] = known
         return known
+
+    # -- custom properties (`variables`) ---------------------------------------------------
+
+    def _match_custom_properties(self) -> None:
+        """Match the rules that declare the custom properties the `var()` users name,
+        on those elements and their ancestors (where an inherited value comes from)."""
+        names: set[str] = set()
+        for element in self.var_users:
+            for declared in self._declared(element):
+                if isinstance(declared.value, VarRef):
+                    names |= referenced_names(declared.value.text)
+        interest: set[Element] = set()
+        for element in self.var_users:
+            interest.add(element)
+            interest.update(element.iterancestors())
+        styles = [style for e in interest if (style := e.get("style")) and "--" in style]
+        for _ in range(_VARIABLE_ROUNDS):  # values that name further custom properties
+            values = [
+                value
+                for text in [
+                    *(c.block_text() for c in self.chunks if _names_any(c.text, names)),
+                    *styles,
+                ]
+                for name, value, _ in custom_declarations(text)
+                if name in names
+            ]
+            found = set().union(*map(referenced_names, values)) if values else set()
+            if found <= names:
+                break
+            names |= found
+        for chunk in self.chunks:
+            if not _names_any(chunk.text, names):
+                continue
+            customs = tuple(
+                _Declared(important, name, value, position)
+                for position, (name, value, important) in enumerate(
+                    custom_declarations(chunk.block_text())
+                )
+                if name in names
+            )
+            if customs and self.budget.take("rules", 1):  # LIM-V3
+                self._match(_Rule(chunk, customs, chunk.order), interest)
+
+    def _resolved(self, element: Element, reference: VarRef) -> list[tuple[str, Value]]:
+        """A `var()` value at `element`: its references substituted and the result read
+        as the declared property (nothing when invalid: a browser leaves it unset)."""
+        text = substitute(reference.text, self._custom_lookup(element))
+        if self.budget.visits == 0:
+            # LIM-V5 spent while resolving: as past every bound, hide rather than show.
+            return [("display", "none")]
+        if text is None:
+            return []
+        try:
+            return [(prop, value) for _, prop, value in _declare_piece(f"{reference.prop}: {text}")]
+        except (ValueError, TypeError, AttributeError, IndexError, RecursionError):
+            return []
+
+    def _custom_lookup(self, element: Element) -> Lookup:
+        def lookup(name: str) -> tuple[str, Lookup] | None:
+            for node in (element, *element.iterancestors()):
+                if not self.budget.take("visits", 1):  # LIM-V5
+                    return None
+                value = self._custom_value(node, name)
+                if value is not None:
+                    return value, self._custom_lookup(node)
+            return None
+
+        return lookup
+
+    def _custom_value(self, node: Element, name: str) -> str | None:
+        """The custom property's value declared at `node`: its style attribute, else the
+        rule that wins the cascade there (`!important` first)."""
+        style = node.get("style")
+        if style and name in style:
+            inline: tuple[bool, str] | None = None
+            for declared_name, value, important in custom_declarations(style):
+                if declared_name == name and (inline is None or important >= inline[0]):
+                    inline = (important, value)  # the last of the strongest
+            if inline is not None:
+                return inline[1]
+        best: tuple[tuple[bool, _Specificity, int, int], str] | None = None
+        for rule, specificity in self.entries.get(node, ()):
+            for declared in rule.declarations:
+                if declared.prop == name and isinstance(declared.value, str):
+                    rank = (declared.important, specificity, rule.order, declared.position)
+                    if best is None or rank >= best[0]:
+                        best = (rank, declared.value)
+        return None if best is None else best[1]
 
     # -- deciding --------------------------------------------------------------------------
 
@@ -614,7 +783,11 @@ class _Engine:
         an element inherits its parent's state unchanged, which can only hide
         more, never show hidden text.
         """
-        if element not in self.entries and element.get("style") is None:
+        if (
+            element not in self.entries
+            and element.get("style") is None
+            and element.tag != "font"  # `<font color>` (`_presentational`)
+        ):
             return parent
         if not self.budget.take("visits", 1):
             return parent
@@ -711,6 +884,19 @@ def _links_a_style_sheet(root: Element) -> bool:
 
 # The letters of "stylesheet" in upper case, as the XPath this replaced lowered them.
 _STYLESHEET_CASE: Final = str.maketrans("STYLEHET", "stylehet")
+
+
+def _names_any(text: str, names: set[str]) -> bool:
+    return any(name in text for name in names)
+
+
+def _presentational(element: Element) -> tuple[_Declared, ...]:
+    """The colour a `<font color>` gives, as a declaration (HTML's legacy colour value)."""
+    if element.tag != "font":
+        return ()
+    value = element.get("color")
+    colour = None if value is None else legacy_colour(value)
+    return () if colour is None else (_Declared(False, "color", colour, 0),)
 
 
 def _hidden_by_markup(element: Element) -> bool:

@@ -40,14 +40,13 @@ from typing import Final
 
 import tinycss2  # type: ignore[import-untyped]
 
+from rypsok.core.fetch.css_visibility.colours import _INVISIBLE_ALPHA, _Rgba
 from rypsok.core.fetch.css_visibility.properties import (
-    _INVISIBLE_ALPHA,
     _WHITE,
     Value,
     _close,
     _hides_subtree,
     _parse_block,
-    _Rgba,
 )
 from rypsok.core.fetch.css_visibility.sheets import _NAME_CHARS, _Chunk
 from rypsok.core.fetch.parse import Element

@@ -40,6 +40,7 @@ from rypsok.core.fetch.css_visibility.properties import (
 )
 from rypsok.core.fetch.css_visibility.relax import _TEXT_PSEUDO_ELEMENTS, rewrite_group
 from rypsok.core.fetch.css_visibility.sheets import _Chunk
+from rypsok.core.fetch.css_visibility.variables import VarRef
 from rypsok.core.fetch.parse import Element
 
 
@@ -124,6 +125,11 @@ class _Rule:
     order: int
     _selectors: list[tuple[_Selector, ...]] = field(default_factory=list)
     _hiding: list[_Rule] = field(default_factory=list)
+
+    @property
+    def holds_var(self) -> bool:
+        """Whether a declaration of it waits for custom properties (`variables`)."""
+        return any(isinstance(d.value, VarRef) for d in self.declarations)
 
     def hiding_part(self) -> _Rule:
         """The rule with only its declarations that hide, and the `position` and

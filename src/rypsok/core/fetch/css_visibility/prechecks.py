@@ -16,18 +16,17 @@ from typing import Final
 
 import tinycss2.color3  # type: ignore[import-untyped]
 
+from rypsok.core.fetch.css_visibility.colours import _INVISIBLE_ALPHA, _Rgba
 from rypsok.core.fetch.css_visibility.properties import (
     _BLACK,
     _CACHED_BLOCK_TEXT,
     _CACHED_RULES,
     _CACHED_TEXT,
-    _INVISIBLE_ALPHA,
     _WHITE,
     Background,
     _background,
     _close,
     _parse_colour,
-    _Rgba,
     _tokens,
 )
 
@@ -68,6 +67,15 @@ _HIDING_FORMS: Final = (
     "height:.",
     "height:1px",
     "\\",  # an escape could spell any of them
+    # A custom property in a hiding property (`variables`); inside functions, the
+    # `translate`, `scale`, `opacity(` and `clip-path:` forms above already hold.
+    "display:var(",
+    "visibility:var(",
+    "opacity:var(",
+    "font-size:var(",
+    "content-visibility:var(",
+    "transform:var(",
+    "filter:var(",
 )
 _VALUE_ENDS: Final = (";", "}", "!")
 
@@ -171,12 +179,32 @@ def _uncached_background(value: str) -> Background:
         return "unknown"
 
 
+# Colour functions whose space-separated arguments (`rgb(0 0 0 / 0)`) the compact text
+# runs together, so that a value holding one may not be read from it.
+_COLOUR_FUNCTION_MARKS: Final = (
+    *("rgb(", "rgba(", "hsl(", "hsla(", "hwb(", "lab(", "lch(", "oklab(", "oklch(", "color("),
+)
+
+
+def compact_unreadable(value: str) -> bool:
+    """Whether a compact colour or background value that did not read as a colour may
+    be one once its spaces are back (a colour function; not over an image)."""
+    return (
+        any(mark in value for mark in _COLOUR_FUNCTION_MARKS)
+        and "url(" not in value
+        and "gradient(" not in value
+    )
+
+
 def _colours_could_hide(compact: str, external: bool) -> bool:
-    """Whether the block's colours could hide its text (see `_block_may_hide`)."""
+    """Whether the block's colours could hide its text (see `_block_may_hide`); True
+    when a colour cannot be read from the compact text (the parsed rule decides)."""
     colours: list[_Rgba] = []
     for value in _values(compact, "color:"):
         colour = _colour_value(value)
         if colour is None:
+            if compact_unreadable(value):
+                return True
             continue  # currentColor, var(): never judged
         if colour.alpha <= _INVISIBLE_ALPHA or (not external and _close(colour, _WHITE)):
             return True
@@ -189,4 +217,6 @@ def _colours_could_hide(compact: str, external: bool) -> bool:
                 if not external and _close(background, _BLACK):
                     return True
                 backgrounds.append(background)
+            elif background == "unknown" and compact_unreadable(value):
+                return True
     return any(_close(c, b) for c in colours for b in backgrounds)

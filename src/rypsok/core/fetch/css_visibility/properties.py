@@ -19,7 +19,10 @@ import functools
 from collections.abc import Iterator, Sequence
 from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
-import tinycss2.color3  # type: ignore[import-untyped]
+import tinycss2  # type: ignore[import-untyped]
+
+from rypsok.core.fetch.css_visibility.colours import _INVISIBLE_ALPHA, _Rgba, parse_colour
+from rypsok.core.fetch.css_visibility.variables import VAR_PROPERTIES, VarRef, holds_var
 
 # Process-wide caches of pure functions of CSS text (package docstring, "Caches").
 # Worst case kept: 16 Mi characters of sheets with their rule texts, about 32 MiB, and
@@ -33,17 +36,9 @@ _CACHED_BLOCK_TEXT: Final = 1_024  # longer texts are rare and not kept
 # -- values -------------------------------------------------------------------------------
 
 
-class _Rgba(NamedTuple):
-    red: float
-    green: float
-    blue: float
-    alpha: float
-
-
 _BLACK: Final = _Rgba(0.0, 0.0, 0.0, 1.0)
 _WHITE: Final = _Rgba(1.0, 1.0, 1.0, 1.0)
 _SAME_COLOUR: Final = 8 / 255  # per channel: closer than this is unreadable
-_INVISIBLE_ALPHA: Final = 0.01
 _OFF_SCREEN_PX: Final = 999.0
 _ZERO_SIZE_PX: Final = 1.0
 # Text this small is unreadable (`font-size: 1px`, `0.5pt`): read as a zero size.
@@ -79,7 +74,7 @@ _TRANSPARENT: Final = "transparent"
 FontSize: TypeAlias = Literal["zero", "absolute", "relative", "inherit"]
 Colour: TypeAlias = _Rgba | Literal["inherit", "unknown"]
 Background: TypeAlias = _Rgba | Literal["transparent", "unknown"]
-Value: TypeAlias = str | float | bool | _Rgba | None
+Value: TypeAlias = str | float | bool | _Rgba | VarRef | None
 
 # Properties that never inherit and hide the whole element when they hide.
 _NUMERIC: Final = frozenset(
@@ -171,12 +166,8 @@ def _colour(tokens: list[Any]) -> Colour:
 
 
 def _parse_colour(token: Any) -> _Rgba | None:
-    """A named, #hex, rgb(a)() or hsl(a)() colour, normalised by tinycss2."""
-    parsed = tinycss2.color3.parse_color(token)
-    if parsed is None or isinstance(parsed, str):
-        return None
-    red, green, blue, alpha = parsed
-    return _Rgba(float(red), float(green), float(blue), float(alpha))
+    """A colour of any CSS level in sRGB (`colours`), or None when not known."""
+    return parse_colour(token)
 
 
 def _background(tokens: list[Any]) -> Background:
@@ -192,6 +183,8 @@ def _background(tokens: list[Any]) -> Background:
         parsed = _parse_colour(token)
         if parsed is not None:
             colour = parsed
+        elif token.type == "function":
+            return "unknown"  # a colour in a space not converted here, or not valid
     if isinstance(colour, _Rgba):
         if colour.alpha <= _INVISIBLE_ALPHA:
             return "transparent"
@@ -200,7 +193,9 @@ def _background(tokens: list[Any]) -> Background:
     return colour
 
 
-_COLOUR_FUNCTIONS: Final = frozenset({"rgb", "rgba", "hsl", "hsla"})
+_COLOUR_FUNCTIONS: Final = frozenset(
+    {"rgb", "rgba", "hsl", "hsla", "hwb", "lab", "lch", "oklab", "oklch", "color"}
+)
 
 
 def _zero_clip(tokens: list[Any]) -> bool:
@@ -421,6 +416,11 @@ def _piece_declarations(piece: str) -> tuple[tuple[bool, str, Value], ...]:
     return _declare(piece)
 
 
+def _declare_piece(piece: str) -> tuple[tuple[bool, str, Value], ...]:
+    """`_declare`, through the cache when the text is short."""
+    return _piece_declarations(piece) if len(piece) <= _CACHED_TEXT else _declare(piece)
+
+
 def _declare(piece: str) -> tuple[tuple[bool, str, Value], ...]:
     """One `prop: value` of a simple block, normalised: (important, prop, value) of each
     declaration it sets."""
@@ -442,6 +442,13 @@ def _add_declaration(item: Any, found: list[_Declared]) -> None:
     tokens = _tokens(item.value)
     if not tokens:
         return
+    if _unprefixed(item.lower_name) in VAR_PROPERTIES and holds_var(tokens):
+        # Resolved per element once custom properties are known (`variables`).
+        reference = VarRef(item.lower_name, tinycss2.serialize(item.value).strip())
+        found.append(
+            _Declared(bool(item.important), _unprefixed(item.lower_name), reference, len(found))
+        )
+        return
     try:
         pairs = tuple(_declarations(item.lower_name, tokens))
     except (ValueError, TypeError, AttributeError, IndexError, RecursionError):
@@ -453,8 +460,14 @@ def _add_declaration(item: Any, found: list[_Declared]) -> None:
         found.append(_Declared(bool(item.important), prop, value, len(found)))
 
 
+def _unprefixed(name: str) -> str:
+    return name.split("-", 2)[2] if name.startswith(("-webkit-", "-moz-", "-ms-")) else name
+
+
 def _hides_alone(prop: str, value: Value) -> bool:
     """Whether this one declaration can hide (the first-pass filter after parsing)."""
+    if isinstance(value, VarRef):
+        return True  # may, once its references are resolved
     if prop == "display":
         return value == "none"
     if prop == "visibility":

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Final, NamedTuple
 
+from rypsok.core.fetch.css_visibility.contrast import NO_COLOURS, RuleColours, rule_colours
 from rypsok.core.fetch.css_visibility.media import _condition_applies
 from rypsok.core.fetch.css_visibility.prechecks import (
     _HIDING_FORMS,
@@ -54,6 +55,7 @@ class _Chunk:
     sheet: _SheetRules | None = None  # the sheet it was cut from, and its place there
     index: int = 0
     parsed: bool = False
+    colours: RuleColours | None = None  # read only on pages whose sheets are all known
     _sketch: tuple[_Part, ...] | None = None
 
     def selector_text(self) -> str:
@@ -318,7 +320,14 @@ class _SheetRules:
     directly; any other rule goes through `could_hide` as it is.
     """
 
-    __slots__ = ("_hiding", "_last_viable", "_lowered_blocks", "_selectors", "rules")
+    __slots__ = (
+        "_colours",
+        "_hiding",
+        "_last_viable",
+        "_lowered_blocks",
+        "_selectors",
+        "rules",
+    )
 
     def __init__(self, css: str) -> None:
         self.rules: Final = _uncached_split(css)
@@ -326,6 +335,7 @@ class _SheetRules:
         self._lowered_blocks: list[str] | None = None
         self._selectors: tuple[list[str] | None, tuple[str, ...], bool] | None = None
         self._last_viable: tuple[bytes, int, tuple[int, ...]] | None = None
+        self._colours: dict[int, RuleColours] = {}
 
     def hiding(self, external: bool, indexes: Sequence[int] | None = None) -> tuple[bool, ...]:
         """`could_hide` of the rules at `indexes` (default: all), each computed once."""
@@ -337,6 +347,19 @@ class _SheetRules:
             flags = _could_hide_each([self.rules[index][0] for index in missing], external)
             known.update(zip(missing, flags, strict=True))
         return tuple(known[index] for index in indexes)
+
+    def colours(self, indexes: Sequence[int]) -> list[tuple[int, RuleColours]]:
+        """The rules at `indexes` that declare a colour, and their colours (`contrast`),
+        each rule read once per sheet and only when a page may apply it."""
+        known = self._colours  # two threads may both fill it: the same values
+        found: list[tuple[int, RuleColours]] = []
+        for index in indexes:
+            colours = known.get(index)
+            if colours is None:
+                colours = known[index] = _rule_colours(self.rules[index][0])
+            if colours is not NO_COLOURS:
+                found.append((index, colours))
+        return found
 
     def viable(self, names: Mapping[str, str], count: int) -> list[int]:
         """The indexes of the first `count` rules that some element of the page may match,
@@ -427,6 +450,15 @@ def _could_hide_each(texts: list[str], external: bool) -> tuple[bool, ...]:
         if not plain or "/*" in text:
             flags[index] = could_hide(texts[index], external=external)
     return tuple(flags)
+
+
+def _rule_colours(text: str) -> RuleColours:
+    """`rule_colours`, for a rule whose text names a colour or a background, or holds a
+    comment that could stand inside one (`color/**/:`)."""
+    lowered = text.lower()
+    if "color" in lowered or "background" in lowered or "/*" in lowered or "\\" in lowered:
+        return rule_colours(text)
+    return NO_COLOURS
 
 
 # Never in a sheet: the parser removes C0 controls other than whitespace.
