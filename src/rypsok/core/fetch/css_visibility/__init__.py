@@ -37,9 +37,8 @@ handed to tinycss2 only when it could matter:
 Inside a rule, only the declarations of the properties this module reads are
 tokenised (a block without strings, escapes or comments is cut at its
 semicolons first). Both passes are over-approximations: a rule they skip can
-neither hide nor re-show an element the engine looks at, except that colour
-contrast across two rules that each look harmless is not judged (see
-"Colour").
+neither hide nor re-show an element the engine looks at (colour contrast
+across rules included, through the page's palette: see "Colour").
 
 Media. Rules inside `@media` apply when the query matches an assumed desktop
 screen: media type `screen` or `all` (never `print` or `speech`), a
@@ -48,8 +47,10 @@ colour scheme, a fine pointer that hovers. Unknown features do not match.
 `@supports` blocks apply unless the condition starts with `not`; `@layer`
 and `@container` blocks apply; `@keyframes`, `@font-face`, `@page` and
 other at-rules are skipped. A `<style media=...>` attribute is evaluated the
-same way. Rules nested inside rules (CSS nesting) and custom properties
-(`var()`) are not resolved.
+same way. Rules nested inside rules (CSS nesting) are not resolved. Custom
+properties are, in the properties that hide (`variables`, `custom`): the
+rules declaring a referenced name are matched on the elements that use it
+and their ancestors, and the nearest declaration wins.
 
 Cascade. For the elements a hiding rule matched (and only those, so the
 cost stays small), each property is decided the way a browser does it:
@@ -88,17 +89,24 @@ MathJax 3 draws its glyphs with CSS `content` on empty `mjx-c` elements, so
 the text those rules draw is written into the tree first (`glyphs`), and the
 formula is kept as drawn, within the same rules.
 
-Modules, each importing only the ones before it: `properties` (values that
-hide), `bounds` (LIM-V), `media`, `prechecks` (could this text hide?),
-`sheets` (rules cut from sheets, sketches, per-sheet caches), `relax`
-(selectors cssselect cannot read, rewritten to still hide), `matching`
-(selectors), `glyphs`, `tree` and `engine` (one page's check). Names with a
+Modules, each importing only the ones before it: `colours` (any CSS colour
+in sRGB, HTML's legacy colour values), `variables` (`var()` text),
+`properties` (values that hide), `bounds` (LIM-V), `media`, `prechecks`
+(could this text hide?), `contrast` (the page's palette), `sheets` (rules
+cut from sheets, sketches, per-sheet caches), `relax` (selectors cssselect
+cannot read, rewritten to still hide), `matching` (selectors), `custom`
+(custom properties at elements), `glyphs`, `markup` (what attributes and
+tags say, the class and id index), `tree` and `engine` (one page's check). Names with a
 leading underscore are shared inside the package only.
 
 Colour. The element's own or inherited `color` is compared with the nearest
-ancestor-or-self `background`/`background-color` that is opaque; named,
-`#rgb`, `#rrggbb`(`aa`), `rgb()`, `rgba()`, `hsl()` colours are normalised by
-tinycss2. Colours within 8/255 on every channel count as equal, and text with
+ancestor-or-self `background`/`background-color` that is opaque; colours of
+every CSS level are read by tinycss2 and brought to sRGB (`colours`), and
+`<font color>` is a presentational hint below every author rule. The two
+may come from different rules or attributes: every rule whose text colour
+is near a background the page declares, or whose background is near a text
+colour it declares, is matched in the first pass (`contrast`), on a page
+whose sheets are all read. Colours within 8/255 on every channel count as equal, and text with
 alpha 0 (`color: transparent`) is hidden. A background image or a
 translucent background makes the background unknown. Without any declared
 colour a page is black on white, unless it links an external style sheet:

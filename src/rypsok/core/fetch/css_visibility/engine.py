@@ -13,19 +13,27 @@ the document.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, KeysView
 from dataclasses import dataclass, field
-from itertools import chain
-from typing import Any, Final, TypeAlias
+from typing import Final, TypeAlias
 
 from cssselect import SelectorError
 from cssselect.xpath import ExpressionError
 from lxml import etree  # type: ignore[import-untyped]
 
 from rypsok.core.fetch.css_visibility.bounds import _Budget
-from rypsok.core.fetch.css_visibility.colours import _Rgba, legacy_colour
+from rypsok.core.fetch.css_visibility.colours import _Rgba
 from rypsok.core.fetch.css_visibility.contrast import Palette, declared_colours
+from rypsok.core.fetch.css_visibility.custom import declaring_rules, resolved
 from rypsok.core.fetch.css_visibility.glyphs import _GLYPH_TAG, draw_glyphs
+from rypsok.core.fetch.css_visibility.markup import (
+    _Carriers,
+    _hidden_by_markup,
+    _links_a_style_sheet,
+    _names_import,
+    _presentational,
+    attribute_candidates,
+    carriers,
+)
 from rypsok.core.fetch.css_visibility.matching import _parse_chunk, _Rule, _Selector
 from rypsok.core.fetch.css_visibility.media import _safe_media
 from rypsok.core.fetch.css_visibility.prechecks import could_hide
@@ -40,7 +48,6 @@ from rypsok.core.fetch.css_visibility.properties import (
     _WHITE,
     Value,
     _block_may_hide,
-    _declare_piece,
     _Declared,
     _hides_alone,
     _hides_subtree,
@@ -66,11 +73,7 @@ from rypsok.core.fetch.css_visibility.tree import (
     _names_of,
 )
 from rypsok.core.fetch.css_visibility.variables import (
-    Lookup,
     VarRef,
-    custom_declarations,
-    referenced_names,
-    substitute,
 )
 from rypsok.core.fetch.parse import CANCEL_CHECK_INTERVAL, Element, check_cancelled
 from rypsok.core.trees import remove_keeping_tail
@@ -79,104 +82,12 @@ from rypsok.core.trees import remove_keeping_tail
 
 _NEVER_HIDDEN: Final = frozenset({"html", "body", "head"})
 _UNRENDERED: Final = ("style", "template")
-# The union of attribute nodes is evaluated faster by libxml2 than a predicate of three
-# attribute tests on every element; both give the same elements in document order.
-# The elements with a `hidden`, `aria-hidden` or `style` attribute, in document order:
-# one pass over the attributes (a union of three `//@name` steps makes three).
-_ATTRIBUTE_QUERY: Final = '//@*[name()="style" or name()="hidden" or name()="aria-hidden"]/..'
-# With the closed `<dialog>` elements, which are not rendered (the browser's own sheet:
-# display none), and the `<font color>` elements (a presentational colour); each only
-# on a page that has one.
-_CANDIDATE_QUERIES: Final = {
-    (dialogs, fonts): etree.XPath(
-        " | ".join(
-            [_ATTRIBUTE_QUERY]
-            + (["//dialog[not(@open)]"] if dialogs else [])
-            + (["//font[@color]"] if fonts else [])
-        )
-    )
-    for dialogs in (False, True)
-    for fonts in (False, True)
-}
-# HTML splits `rel` at ASCII whitespace; XPath's normalize-space, which this replaced,
-# knew only these four (a form feed was never a separator here).
-_REL_SEPARATORS: Final = str.maketrans(dict.fromkeys("\t\n\r", " "))
 _ELEMENT_COUNT: Final = etree.XPath("count(//*)")
 _ELEMENT_TEST_VISITS: Final = 4  # measured: XPath on one element from Python vs. in a tree walk
-# The class and id values of the document, in document order, each knowing its element
-# (lxml's smart strings: `getparent()`). Two attribute steps cost libxml2 about half of
-# one element step with the predicate `[@class or @id]`, and no element is wrapped for
-# Python until a selector asks for the carriers of one of its names.
-_CLASS_VALUES: Final = etree.XPath("//@class")
-_ID_VALUES: Final = etree.XPath("//@id")
 
 _Specificity: TypeAlias = tuple[int, int, int]
-# An attribute value from XPath: a `str` that also knows its element (`getparent()`).
-_SmartString: TypeAlias = Any
-_VARIABLE_ROUNDS: Final = 4  # custom values naming custom values, this deep at most
 _Entry: TypeAlias = tuple[_Rule, _Specificity]
 _Rank: TypeAlias = tuple[bool, bool, _Specificity, int, int]
-
-
-class _Carriers:
-    """The names a document's class (or id) values carry, and the elements carrying each.
-
-    `keys()` is every name carried; `get(name, default)` the elements whose value
-    carries it, in document order, an element once per time its value names it (as
-    a loop over the elements splitting each value gives). The values are split once
-    per distinct value; the elements of a name are gathered only when asked for,
-    and most names never are (docs/extraction.md 6.1t).
-    """
-
-    __slots__ = ("_by_name", "_holders", "_positions", "_values")
-
-    def __init__(self, values: list[_SmartString], names_of: Callable[[str], list[str]]) -> None:
-        self._values = values  # smart strings: `getparent()` is the element
-        holders: dict[str, list[str]] = {}
-        for value in set(values):
-            for name in names_of(value):
-                if (held := holders.get(name)) is None:
-                    holders[name] = [value]
-                else:
-                    held.append(value)
-        self._holders = holders
-        self._positions: dict[str, list[int]] | None = None
-        self._by_name: dict[str, list[Element]] = {}
-
-    def keys(self) -> KeysView[str]:
-        return self._holders.keys()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._holders)
-
-    def get(self, name: str, default: list[Element]) -> list[Element]:
-        found = self._by_name.get(name)
-        if found is not None:
-            return found
-        held = self._holders.get(name)
-        if held is None:
-            return default
-        positions = self._positions
-        if positions is None:
-            positions = {}
-            for index, value in enumerate(self._values):
-                if (at := positions.get(value)) is None:
-                    positions[value] = [index]
-                else:
-                    at.append(index)
-            self._positions = positions
-        if len(held) == 1:
-            indexes = positions[held[0]]
-        else:  # several values (or one naming it twice): merged back into document order
-            indexes = sorted(chain.from_iterable(positions[value] for value in held))
-        values = self._values
-        found = self._by_name[name] = [values[index].getparent() for index in indexes]
-        return found
-
-
-def _id_names(value: str) -> list[str]:
-    """The name an id value gives, as a list (an empty id gives none; spaces are cut)."""
-    return [value.strip()] if value else []
 
 
 @dataclass(slots=True)
@@ -309,11 +220,7 @@ class _Engine:
         return chunks
 
     def _find_attribute_candidates(self) -> None:
-        # iter() of a tag name the document never holds returns at once (lxml's
-        # name dictionary), so a page without dialogs pays nothing for them.
-        has_dialog = next(self.root.iter("dialog"), None) is not None
-        has_font = next(self.root.iter("font"), None) is not None
-        for element in _CANDIDATE_QUERIES[has_dialog, has_font](self.root):
+        for element in attribute_candidates(self.root):
             if element.tag in _NEVER_HIDDEN:
                 continue
             if hint := _presentational(element):
@@ -404,10 +311,7 @@ class _Engine:
     def _present(self) -> tuple[_Carriers, _Carriers]:
         """The elements carrying each class and each id of the document."""
         if self.present is None:
-            self.present = (
-                _Carriers(_CLASS_VALUES(self.root), str.split),
-                _Carriers(_ID_VALUES(self.root), _id_names),
-            )
+            self.present = carriers(self.root)
         return self.present
 
     # -- matching --------------------------------------------------------------------------
@@ -600,99 +504,31 @@ class _Engine:
             known = {}
             for declared in self._declared(element):
                 if isinstance(declared.value, VarRef):
-                    known.update(self._resolved(element, declared.value))
+                    known.update(resolved(element, declared.value, self.entries, self.budget))
                 else:
                     known[declared.prop] = declared.value
             self.values[element] = known
         return known
 
-    # -- custom properties (`variables`) ---------------------------------------------------
+    # -- custom properties (`custom`) ------------------------------------------------------
 
     def _match_custom_properties(self) -> None:
         """Match the rules that declare the custom properties the `var()` users name,
         on those elements and their ancestors (where an inherited value comes from)."""
-        names: set[str] = set()
-        for element in self.var_users:
-            for declared in self._declared(element):
-                if isinstance(declared.value, VarRef):
-                    names |= referenced_names(declared.value.text)
+        references = [
+            declared.value
+            for element in self.var_users
+            for declared in self._declared(element)
+            if isinstance(declared.value, VarRef)
+        ]
         interest: set[Element] = set()
         for element in self.var_users:
             interest.add(element)
             interest.update(element.iterancestors())
-        styles = [style for e in interest if (style := e.get("style")) and "--" in style]
-        for _ in range(_VARIABLE_ROUNDS):  # values that name further custom properties
-            values = [
-                value
-                for text in [
-                    *(c.block_text() for c in self.chunks if _names_any(c.text, names)),
-                    *styles,
-                ]
-                for name, value, _ in custom_declarations(text)
-                if name in names
-            ]
-            found = set().union(*map(referenced_names, values)) if values else set()
-            if found <= names:
+        for rule in declaring_rules(references, self.chunks, interest):
+            if not self.budget.take("rules", 1):  # LIM-V3
                 break
-            names |= found
-        for chunk in self.chunks:
-            if not _names_any(chunk.text, names):
-                continue
-            customs = tuple(
-                _Declared(important, name, value, position)
-                for position, (name, value, important) in enumerate(
-                    custom_declarations(chunk.block_text())
-                )
-                if name in names
-            )
-            if customs and self.budget.take("rules", 1):  # LIM-V3
-                self._match(_Rule(chunk, customs, chunk.order), interest)
-
-    def _resolved(self, element: Element, reference: VarRef) -> list[tuple[str, Value]]:
-        """A `var()` value at `element`: its references substituted and the result read
-        as the declared property (nothing when invalid: a browser leaves it unset)."""
-        text = substitute(reference.text, self._custom_lookup(element))
-        if self.budget.visits == 0:
-            # LIM-V5 spent while resolving: as past every bound, hide rather than show.
-            return [("display", "none")]
-        if text is None:
-            return []
-        try:
-            return [(prop, value) for _, prop, value in _declare_piece(f"{reference.prop}: {text}")]
-        except (ValueError, TypeError, AttributeError, IndexError, RecursionError):
-            return []
-
-    def _custom_lookup(self, element: Element) -> Lookup:
-        def lookup(name: str) -> tuple[str, Lookup] | None:
-            for node in (element, *element.iterancestors()):
-                if not self.budget.take("visits", 1):  # LIM-V5
-                    return None
-                value = self._custom_value(node, name)
-                if value is not None:
-                    return value, self._custom_lookup(node)
-            return None
-
-        return lookup
-
-    def _custom_value(self, node: Element, name: str) -> str | None:
-        """The custom property's value declared at `node`: its style attribute, else the
-        rule that wins the cascade there (`!important` first)."""
-        style = node.get("style")
-        if style and name in style:
-            inline: tuple[bool, str] | None = None
-            for declared_name, value, important in custom_declarations(style):
-                if declared_name == name and (inline is None or important >= inline[0]):
-                    inline = (important, value)  # the last of the strongest
-            if inline is not None:
-                return inline[1]
-        best: tuple[tuple[bool, _Specificity, int, int], str] | None = None
-        for rule, specificity in self.entries.get(node, ()):
-            for declared in rule.declarations:
-                if declared.prop == name and isinstance(declared.value, str):
-                    rank = (declared.important, specificity, rule.order, declared.position)
-                    if best is None or rank >= best[0]:
-                        best = (rank, declared.value)
-        return None if best is None else best[1]
+            self._match(rule, interest)
 
     # -- deciding --------------------------------------------------------------------------
 
@@ -860,47 +696,3 @@ class _Engine:
         # so this is the sum over the pieces, without a call per piece.
         self.chars_removed += _chars("".join(element.itertext()))
         remove_keeping_tail(element)
-
-
-def _names_import(css: str) -> bool:
-    """Whether `@import` appears in the sheet in any case (as `"@import" in css.lower()`,
-    without lowering the whole sheet: only ASCII letters lower to those of "import")."""
-    position = css.find("@")
-    while position >= 0:
-        if css[position + 1 : position + 7].lower() == "import":
-            return True
-        position = css.find("@", position + 1)
-    return False
-
-
-def _links_a_style_sheet(root: Element) -> bool:
-    """Whether the document has a `<link rel="stylesheet" href>` (a sheet we do not read)."""
-    for link in root.getroottree().iter("link"):
-        rel = (link.get("rel") or "").translate(_STYLESHEET_CASE).translate(_REL_SEPARATORS)
-        if link.get("href") is not None and "stylesheet" in rel.split(" "):
-            return True
-    return False
-
-
-# The letters of "stylesheet" in upper case, as the XPath this replaced lowered them.
-_STYLESHEET_CASE: Final = str.maketrans("STYLEHET", "stylehet")
-
-
-def _names_any(text: str, names: set[str]) -> bool:
-    return any(name in text for name in names)
-
-
-def _presentational(element: Element) -> tuple[_Declared, ...]:
-    """The colour a `<font color>` gives, as a declaration (HTML's legacy colour value)."""
-    if element.tag != "font":
-        return ()
-    value = element.get("color")
-    colour = None if value is None else legacy_colour(value)
-    return () if colour is None else (_Declared(False, "color", colour, 0),)
-
-
-def _hidden_by_markup(element: Element) -> bool:
-    """The `hidden` attribute, or a closed `<dialog>`: never rendered without script."""
-    if element.get("hidden") is not None:
-        return True
-    return element.tag == "dialog" and element.get("open") is None
