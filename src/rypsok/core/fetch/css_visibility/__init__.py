@@ -47,7 +47,8 @@ colour scheme, a fine pointer that hovers. Unknown features do not match.
 `@supports` blocks apply unless the condition starts with `not`; `@layer`
 and `@container` blocks apply; `@keyframes`, `@font-face`, `@page` and
 other at-rules are skipped. A `<style media=...>` attribute is evaluated the
-same way. Rules nested inside rules (CSS nesting) are not resolved. Custom
+same way. Rules nested inside rules (CSS nesting) are flattened first
+(`nesting`). Custom
 properties are, in the properties that hide (`variables`, `custom`): the
 rules declaring a referenced name are matched on the elements that use it
 and their ancestors, and the nearest declaration wins.
@@ -91,7 +92,7 @@ formula is kept as drawn, within the same rules.
 
 Modules, each importing only the ones before it: `colours` (any CSS colour
 in sRGB, HTML's legacy colour values), `variables` (`var()` text),
-`properties` (values that hide), `bounds` (LIM-V), `media`, `prechecks`
+`properties` (values that hide), `bounds` (LIM-V), `media`, `nesting`, `prechecks`
 (could this text hide?), `contrast` (the page's palette), `sheets` (rules
 cut from sheets, sketches, per-sheet caches), `relax` (selectors cssselect
 cannot read, rewritten to still hide), `matching` (selectors), `custom`

@@ -24,6 +24,7 @@ from typing import Final, NamedTuple
 
 from rypsok.core.fetch.css_visibility.contrast import NO_COLOURS, RuleColours, rule_colours
 from rypsok.core.fetch.css_visibility.media import _condition_applies
+from rypsok.core.fetch.css_visibility.nesting import flatten
 from rypsok.core.fetch.css_visibility.prechecks import (
     _HIDING_FORMS,
     _colours_could_hide,
@@ -588,7 +589,11 @@ def _uncached_split(css: str) -> tuple[tuple[str, int], ...]:
         else:
             end = scanner.block_end(position)
             if applies[-1]:
-                chunks.append(_chunk_at(css[start : end + 1], position - start, applies))
+                text, brace = _chunk_at(css[start : end + 1], position - start, applies)
+                if "{" in text[brace + 1 :] and _nests_a_rule(text, brace):
+                    chunks.extend(flatten(text, brace))  # CSS nesting (`nesting`)
+                else:
+                    chunks.append((text, brace))
         start = cursor = end + 1
     return tuple(chunks)
 
@@ -596,6 +601,19 @@ def _uncached_split(css: str) -> tuple[tuple[str, int], ...]:
 # `<!--` and `-->` (CDO, CDC) between a sheet's top-level rules are skipped by CSS, so
 # that `<style><!-- .x { display: none } --></style>` hides; inside a block they are not.
 _MARKUP_COMMENTS: Final = re.compile(r"(?:[ \t\n\r\f]*(?:<!--|-->))+")
+
+
+def _nests_a_rule(text: str, brace: int) -> bool:
+    """Whether a `{` inside the block is a nested rule's, not one inside a string or a
+    comment (only those the scanner's own marks can tell)."""
+    scanner = _Scanner(text)
+    cursor = brace + 1
+    while (position := scanner.special(cursor)) < scanner.size:
+        char = text[position]
+        if char == "{":
+            return True
+        cursor = scanner.skip(position) if char in "\"'/\\" else position + 1
+    return False
 
 
 def _head(prelude: str, applies: list[bool]) -> str:
