@@ -180,3 +180,55 @@ def test_req_ctx_005_legacy_colour_values(value: str, hex_value: str) -> None:
 def test_req_ctx_005_legacy_colour_errors() -> None:
     assert legacy_colour("") is None
     assert legacy_colour(" TRANSPARENT ") is None
+
+
+# -- -webkit-text-fill-color: paints the glyphs over `color` -------------------------------
+
+FILL_HIDDEN = {
+    "transparent in a style attribute": (
+        "",
+        '<p style="-webkit-text-fill-color:transparent">S</p>',
+    ),
+    "transparent in a sheet": (".f{-webkit-text-fill-color:rgba(0,0,0,0)}", '<p class="f">S</p>'),
+    "white on a white page": (".f{-webkit-text-fill-color:#fff}", '<p class="f">S</p>'),
+    "inherited": (".f{-webkit-text-fill-color:transparent}", '<div class="f"><span>S</span></div>'),
+    "over a readable color": (
+        ".f{-webkit-text-fill-color:transparent}",
+        '<p class="f" style="color:#000">S</p>',
+    ),
+    "the colour of another rule's background": (
+        ".bg{background:#123456} .f{-webkit-text-fill-color:#123456}",
+        '<div class="bg"><p class="f">S</p></div>',
+    ),
+}
+FILL_SHOWN = {
+    "gradient heading": (
+        ".g{background:linear-gradient(red,blue);-webkit-background-clip:text;"
+        "-webkit-text-fill-color:transparent}",
+        '<h2 class="g">S</h2>',
+    ),
+    "gradient heading, standard clip": (
+        ".g{background-image:linear-gradient(red,blue);background-clip:text;"
+        "-webkit-text-fill-color:transparent}",
+        '<h2 class="g"><span>S</span></h2>',
+    ),
+    "a dark fill": (".f{-webkit-text-fill-color:#333}", '<p class="f">S</p>'),
+    "a child filled again": (
+        ".f{-webkit-text-fill-color:transparent} .r{-webkit-text-fill-color:#222}",
+        '<div class="f"><span class="r">S</span></div>',
+    ),
+}
+
+
+@pytest.mark.req("REQ-CTX-005")
+@pytest.mark.parametrize("case", sorted(FILL_HIDDEN))
+def test_req_ctx_005_text_fill_that_hides_is_removed(case: str) -> None:
+    css, body = FILL_HIDDEN[case]
+    assert SECRET not in _visible_text(css, body.replace(">S<", f">{SECRET}<"))
+
+
+@pytest.mark.req("REQ-SEC-003")
+@pytest.mark.parametrize("case", sorted(FILL_SHOWN))
+def test_req_sec_003_gradient_and_readable_fills_stay(case: str) -> None:
+    css, body = FILL_SHOWN[case]
+    assert SECRET in _visible_text(css, body.replace(">S<", f">{SECRET}<"))

@@ -16,7 +16,7 @@ that lets through every pair `_close` would call the same, and a few more.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import product
+from itertools import chain, product
 from typing import Final, NamedTuple
 
 from rypsok.core.fetch.css_visibility.colours import _INVISIBLE_ALPHA, _Rgba
@@ -87,7 +87,7 @@ def rule_colours(text: str) -> RuleColours:
         return _parsed_rule_colours(text)
     compact = _compact(text)
     colours: list[_Rgba] = []
-    for value in _values(compact, "color:"):
+    for value in chain(_values(compact, "color:"), _values(compact, "-webkit-text-fill-color:")):
         colour = _colour_value(value)
         if colour is None and compact_unreadable(value):
             return _parsed_rule_colours(text)
@@ -113,7 +113,9 @@ def _parsed_rule_colours(text: str) -> RuleColours:
 
 def declared_colours(declared: Sequence[_Declared]) -> RuleColours:
     """The colours of parsed declarations (a style attribute's)."""
-    colours = [d.value for d in declared if d.prop == "color" and isinstance(d.value, _Rgba)]
+    colours = [
+        d.value for d in declared if d.prop in ("color", "text-fill") and isinstance(d.value, _Rgba)
+    ]
     backgrounds = [
         d.value for d in declared if d.prop == "background" and isinstance(d.value, _Rgba)
     ]
@@ -147,6 +149,10 @@ class Palette:
     def add(self, found: RuleColours) -> None:
         self._near_colours |= found.near_colours
         self._near_backgrounds |= found.near_backgrounds
+
+    def near_a_colour(self, found: RuleColours) -> bool:
+        """Whether a background of `found` may meet a text colour of the page."""
+        return not self._near_colours.isdisjoint(found.backgrounds)
 
     def contrasts(self, found: RuleColours) -> bool:
         """Whether a text colour of `found` may meet a background of the page, or one of

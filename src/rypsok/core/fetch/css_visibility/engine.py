@@ -13,6 +13,7 @@ the document.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
 
@@ -125,9 +126,11 @@ class _Engine:
         if self.glyph_rules:  # before anything is judged (MathJax 3 formulas)
             draw_glyphs(self.root, self._every_chunk(), external=self.external)
         self._find_attribute_candidates()
-        hiding, others = self._first_pass_rules()
+        hiding, text_colours, others = self._first_pass_rules()
         for rule, by_colours in hiding:
             self._match(rule, interest=None, by_colours=by_colours)
+        if text_colours:
+            self._match_text_colours(text_colours)
         if self.var_users:
             self._match_custom_properties()
         if not self.candidates:
@@ -258,10 +261,13 @@ class _Engine:
         self.inline[element] = declared
         return declared
 
-    def _first_pass_rules(self) -> tuple[list[tuple[_Rule, bool]], list[_Rule]]:
+    def _first_pass_rules(self) -> tuple[list[tuple[_Rule, bool]], list[_Rule], list[_Rule]]:
         """Parse the rules whose text could hide; split them into hiding (and whether
-        only their colours and the page's palette make them so) and the others."""
+        only the page's palette makes them so: a background near a text colour of the
+        page), those whose text colour only is near a background of the page, and the
+        others."""
         hiding: list[tuple[_Rule, bool]] = []
+        text_colours: list[_Rule] = []
         others: list[_Rule] = []
         for index, chunk in enumerate(self.chunks):
             if not index % CANCEL_CHECK_INTERVAL:
@@ -275,11 +281,39 @@ class _Engine:
                 continue
             if _block_may_hide(rule.declarations, self.external):
                 hiding.append((rule, False))
-            elif not self.external and self.palette.contrasts(declared_colours(rule.declarations)):
-                hiding.append((rule, True))
+            elif not self.external and self.palette.contrasts(
+                colours := declared_colours(rule.declarations)
+            ):
+                if self.palette.near_a_colour(colours):
+                    hiding.append((rule, True))
+                else:
+                    text_colours.append(rule)
             else:
                 others.append(rule)
-        return hiding, others
+        return hiding, text_colours, others
+
+    def _match_text_colours(self, rules: list[_Rule]) -> None:
+        """Match the rules whose text colour is near a background of the page, only
+        where a matched rule or a style attribute declares a background: on those
+        elements, inside them and above them (an inherited colour). Every background
+        near a page colour was matched above, so nothing else can hide by contrast."""
+        painted = [
+            element
+            for element, entries in self.entries.items()
+            if any(_sets_background(rule.declarations) for rule, _ in entries)
+        ]
+        painted += [e for e, declared in self.inline.items() if _sets_background(declared)]
+        if not painted:
+            return
+        within: set[Element] = set()
+        for element in painted:
+            if element in within:
+                continue  # its subtree and ancestors are there already
+            within.add(element)
+            within.update(element.iterancestors())
+            within.update(e for e in element.iterdescendants() if isinstance(e.tag, str))
+        for rule in rules:
+            self._match(rule, interest=None, by_colours=True, within=within)
 
     def _may_contrast(self, chunk: _Chunk) -> bool:
         """Whether the rule's text declares a colour near one of the page's (`contrast`).
@@ -317,7 +351,12 @@ class _Engine:
     # -- matching --------------------------------------------------------------------------
 
     def _match(
-        self, rule: _Rule, interest: set[Element] | None, *, by_colours: bool = False
+        self,
+        rule: _Rule,
+        interest: set[Element] | None,
+        *,
+        by_colours: bool = False,
+        within: set[Element] | None = None,
     ) -> None:
         """Evaluate each selector of `rule` once; record the matches.
 
@@ -332,7 +371,9 @@ class _Engine:
                 if interest is not None:
                     continue  # a rewritten selector never re-shows (relax.py)
                 matched = rule.hiding_part()
-            for element in self._matches(selector, interest):
+            for element in self._matches(selector, interest if within is None else within):
+                if within is not None and element not in within:
+                    continue
                 if interest is not None and element not in interest:
                     continue
                 if not self.budget.take("matches", 1):  # LIM-V4
@@ -474,7 +515,7 @@ class _Engine:
 
     def _sets_colour(self, element: Element) -> bool:
         return any(
-            d.prop in ("color", "background") and isinstance(d.value, _Rgba)
+            d.prop in ("color", "text-fill", "background") and isinstance(d.value, _Rgba)
             for d in self._declared(element)
         )
 
@@ -645,6 +686,11 @@ class _Engine:
             colour = declared_colour
         elif declared_colour == _UNKNOWN:
             colour = None
+        fill = values.get("text-fill")
+        if isinstance(fill, _Rgba):
+            # The glyphs are painted in the fill colour, or by the background when it is
+            # clipped to the text (gradient headings): then their colour is not known.
+            colour = None if values.get("background-clip") is True else fill
         declared_background = values.get("background", _TRANSPARENT)
         if isinstance(declared_background, _Rgba):
             background = declared_background
@@ -696,3 +742,7 @@ class _Engine:
         # so this is the sum over the pieces, without a call per piece.
         self.chars_removed += _chars("".join(element.itertext()))
         remove_keeping_tail(element)
+
+
+def _sets_background(declarations: Sequence[_Declared]) -> bool:
+    return any(d.prop == "background" and isinstance(d.value, _Rgba) for d in declarations)

@@ -69,6 +69,7 @@ _HIDING_FORMS: Final = (
     "\\",  # an escape could spell any of them
     # A custom property in a hiding property (`variables`); inside functions, the
     # `translate`, `scale`, `opacity(` and `clip-path:` forms above already hold.
+    "text-fill-color:",  # `-webkit-text-fill-color` (its colours are judged when parsed)
     "display:var(",
     "visibility:var(",
     "opacity:var(",

@@ -84,7 +84,9 @@ _NUMERIC: Final = frozenset(
 _KEYWORDS: Final = frozenset(
     {"display", "visibility", "position", "overflow-x", "overflow-y", "content-visibility"}
 )
-_INHERITED: Final = frozenset({"visibility", "font-size", "color", "background"})
+_INHERITED: Final = frozenset(
+    {"visibility", "font-size", "color", "background", "text-fill", "background-clip"}
+)
 
 
 def _tokens(value: Sequence[Any]) -> list[Any]:
@@ -313,6 +315,10 @@ def _declarations(name: str, tokens: list[Any]) -> Iterator[tuple[str, Value]]:
         yield "font-size", _font_size(tokens, shorthand=name == "font")
     elif name == "color":
         yield name, _colour(tokens)
+    elif name == "text-fill-color":  # `-webkit-text-fill-color` paints over `color`
+        yield "text-fill", _colour(tokens)
+    elif name == "background-clip":  # gradient text: the background paints the glyphs
+        yield name, any(t.type == "ident" and t.lower_value == "text" for t in tokens)
     elif name in ("background", "background-color"):
         yield "background", _background(tokens)
     elif name == "clip":
@@ -363,6 +369,7 @@ _PROPERTIES: Final = (
     | {"clip", "clip-path", "transform", "inset", "margin", "filter"}
     | {"-webkit-transform", "-moz-transform", "-ms-transform", "-webkit-clip-path"}
     | {"-webkit-filter"}
+    | {"-webkit-text-fill-color", "background-clip", "-webkit-background-clip"}
 )
 _HARD_BLOCK_MARKS: Final = ('"', "'", "\\", "/*", "{", "}")
 
@@ -486,7 +493,7 @@ def _hides_alone(prop: str, value: Value) -> bool:
         return isinstance(value, float) and abs(value) >= _OFF_SCREEN_PX
     if prop in ("width", "height", "max-width", "max-height"):
         return isinstance(value, float) and value <= _ZERO_SIZE_PX
-    if prop == "color":
+    if prop in ("color", "text-fill"):
         return isinstance(value, _Rgba) and value.alpha <= _INVISIBLE_ALPHA
     return False
 
@@ -502,7 +509,7 @@ def _block_may_hide(declarations: Sequence[_Declared], external: bool) -> bool:
         return True
     colour = background = None
     for declared in declarations:
-        if declared.prop == "color" and isinstance(declared.value, _Rgba):
+        if declared.prop in ("color", "text-fill") and isinstance(declared.value, _Rgba):
             colour = declared.value
         elif declared.prop == "background" and isinstance(declared.value, _Rgba):
             background = declared.value
@@ -611,6 +618,7 @@ _GROUPS: Final = {
     "opacity": ("opacity",),
     "font-size": ("font-size",),
     "color": ("color", "background"),
+    "text-fill": ("text-fill", "background-clip", "color"),
     "background": ("color", "background"),
     "clip": ("clip", "position"),
     "clip-path": ("clip-path",),
@@ -635,6 +643,8 @@ _SPELLINGS: Final = {
     "opacity": ("opacity",),
     "font-size": ("font",),
     "color": ("color",),
+    "text-fill": ("text-fill",),
+    "background-clip": ("background-clip",),
     "background": ("background",),
     "clip": ("clip",),
     "clip-path": ("clip-path",),
