@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -69,6 +70,30 @@ def test_a_text_cache_keeps_at_most_its_texts_and_its_characters_least_recent_ou
     assert "x" * 11 not in cache._entries and cache._chars == 8
     cache.cache_clear()
     assert not cache._entries and cache._chars == 0
+
+
+@pytest.mark.req("REQ-PERF-003")
+def test_a_text_cache_shared_by_threads_stays_within_its_bounds_and_answers_right() -> None:
+    """Hits take no lock: eight threads hitting and evicting one small cache never see
+    a wrong value or an error, and the bounds hold once they are done."""
+    cache = TextCache(len, max_texts=16, max_chars=64)
+    texts = [chr(97 + n % 26) * (1 + n % 7) for n in range(200)]
+    failures: list[str] = []
+
+    def hammer(offset: int) -> None:
+        for round_ in range(300):
+            text = texts[(offset * 31 + round_) % len(texts)]
+            if cache(text) != len(text):
+                failures.append(text)
+
+    threads = [threading.Thread(target=hammer, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures
+    assert len(cache._entries) <= 16 and cache._chars <= 64
+    assert cache._chars == sum(len(text) for text in cache._entries)
 
 
 @pytest.mark.req("REQ-CTX-005", "REQ-PERF-003")

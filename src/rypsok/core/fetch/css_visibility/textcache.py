@@ -12,6 +12,7 @@ whatever the sizes of the texts (REQ-PERF-003: a fixed base).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -24,8 +25,9 @@ class TextCache(Generic[_Value]):
     """`compute(text)` remembered for at most `max_texts` texts and `max_chars` characters.
 
     A text longer than `max_chars` is computed and not kept. Thread-safe:
-    extractions run in worker threads; two threads that miss on the same text
-    may both compute it (the function is pure, so either result serves).
+    extractions run in worker threads; insertion and eviction hold a lock, and
+    two threads that miss on the same text may both compute it (the function
+    is pure, so either result serves).
     """
 
     __slots__ = ("_chars", "_compute", "_entries", "_lock", "max_chars", "max_texts")
@@ -39,10 +41,18 @@ class TextCache(Generic[_Value]):
         self._lock = threading.Lock()
 
     def __call__(self, text: str) -> _Value:
-        with self._lock:
-            if text in self._entries:
-                self._entries.move_to_end(text)
-                return self._entries[text]
+        # A hit takes no lock: each OrderedDict operation on a str key is atomic under
+        # the GIL, and an entry another thread evicts in between is simply not refreshed.
+        entries = self._entries
+        try:
+            value = entries[text]
+        except KeyError:
+            return self._miss(text)
+        with contextlib.suppress(KeyError):
+            entries.move_to_end(text)
+        return value
+
+    def _miss(self, text: str) -> _Value:
         value = self._compute(text)  # outside the lock: a long computation blocks no one
         if len(text) <= self.max_chars:
             with self._lock:
