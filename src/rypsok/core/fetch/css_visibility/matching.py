@@ -68,6 +68,7 @@ class _Selector:
     _steps: str | None = None  # `_from_subject(tree)`, translated once
     # Rewritten by `relax` (often a superset): only its rule's hiding declarations apply.
     relaxed: bool = False
+    _key_alone: bool | None = None  # `key_alone()`, decided once
 
     def _xpath(self, axis: str) -> Any:
         expression = self._expressions.get(axis)
@@ -100,6 +101,25 @@ class _Selector:
             return list(elements)  # all of them, no repeats: the common case
         matched = set(found)
         return [element for element in elements if element in matched]
+
+    def key_alone(self) -> bool:
+        """Whether carrying the subject's class or id is all the selector asks (`.a`,
+        `#b`): then every element the class and id index gives for that name matches,
+        as `on` would find one by one (the index splits values as `on` does)."""
+        alone = self._key_alone
+        if alone is None:
+            plain, key = self.plain, self.key
+            alone = self._key_alone = (
+                plain is not None
+                and key is not None
+                and plain[0] is None
+                and (
+                    plain[1] == {key[1]} and plain[2] is None
+                    if key[0] == "class"
+                    else not plain[1] and plain[2] == key[1]
+                )
+            )
+        return alone
 
     def on(self, element: Element) -> bool:
         """Whether `element` matches (raises etree.XPathError or ExpressionError)."""
