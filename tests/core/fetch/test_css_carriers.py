@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from rypsok.core import limits
 from rypsok.core.fetch.css_visibility import drop_hidden
 from rypsok.core.fetch.css_visibility.engine import _Engine
+from rypsok.core.fetch.css_visibility.matching import _compile_selectors
 from rypsok.core.fetch.parse import Element, parse_bounded
 
 NAMES = ["a", "b", "nav", "x-1", "B", "é"]
@@ -93,3 +94,42 @@ def test_req_ctx_005_a_rule_reaches_every_carrier_of_a_repeated_class() -> None:
     text = " ".join(root.itertext())
     assert [f"SECRET-{index}" in text for index in range(6)] == [False] * 5 + [True]
     assert "shown" in text
+
+
+_SELECTORS = [
+    *(f".{name}" for name in NAMES),
+    *(f"#{name}" for name in NAMES if name != "x-1"),
+    "#x-1",
+    ".a.b",
+    "div.a",
+    "*.a",
+    ".a#b",
+    "#b.a",
+    "div#a",
+    ".nav .a",
+    ".a > .b",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_element, max_size=25), st.lists(st.booleans(), min_size=25, max_size=25))
+def test_req_ctx_005_a_selector_that_asks_only_its_key_matches_every_carrier(
+    elements: list[tuple[str, str | None, str | None]], nest: list[bool]
+) -> None:
+    """`key_alone` lets the engine take a name's carriers without testing each: it must
+    hold only where testing each (`among`) keeps them all, and must hold for `.a`, `#b`."""
+    html = _document(elements, nest)
+    root = parse_bounded(html, max_nodes=limits.PARSED_NODES, max_depth=limits.NESTING_DEPTH).root
+    classes, ids = _Engine(root)._present()
+    for text in _SELECTORS:
+        for selector in _compile_selectors(text):
+            if selector.key is None:
+                continue
+            kind, name = selector.key
+            carriers = (ids if kind == "id" else classes).get(name, [])
+            matched = selector.among(carriers)
+            if selector.key_alone():
+                assert matched == carriers, text
+            bare = text.removeprefix("*")  # `*.a` asks no more than `.a`
+            only_key = bare.count(".") + bare.count("#") == 1 and bare[0] in ".#"
+            assert selector.key_alone() == only_key, text

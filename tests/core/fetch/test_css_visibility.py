@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from rypsok.core import limits
 from rypsok.core.fetch.css_visibility import HiddenStats, drop_hidden, media_matches
-from rypsok.core.fetch.css_visibility.sheets import _SheetCache
+from rypsok.core.fetch.css_visibility.sheets import _cached_split, _SheetRules
+from rypsok.core.fetch.css_visibility.textcache import TextCache
 from rypsok.core.fetch.extract import extract_html
 from rypsok.core.fetch.parse import Element, parse_bounded
 
@@ -663,17 +664,18 @@ def test_glyph_rules_cannot_carry_a_sentence_or_show_hidden_formulas() -> None:
 def test_the_sheet_cache_is_bounded_in_sheets_and_in_characters() -> None:
     """REQ-PERF-003: the per-process cache of sheets keeps at most 64 sheets and 16 Mi
     characters of sheet text, least recently used out, and a hit returns the same rules."""
-    cache = _SheetCache()
+    assert (_cached_split.max_texts, _cached_split.max_chars) == (64, 16 * 1024 * 1024)
+    cache = TextCache(_SheetRules, max_texts=64, max_chars=16 * 1024 * 1024)
     small = [f".s{n}{{display:none}}" for n in range(70)]
     for css in small:
         cache(css)
-    assert len(cache._sheets) == 64 and small[0] not in cache._sheets
+    assert len(cache._entries) == 64 and small[0] not in cache._entries
     assert cache(small[-1]) is cache(small[-1])
     large = [f".l{n}{{display:none}}" + " " * (1024 * 1024) for n in range(20)]
     for css in large:
         cache(css)
     assert cache._chars <= 16 * 1024 * 1024
-    assert cache._chars == sum(len(css) for css in cache._sheets)
-    assert large[-1] in cache._sheets and large[0] not in cache._sheets
+    assert cache._chars == sum(len(css) for css in cache._entries)
+    assert large[-1] in cache._entries and large[0] not in cache._entries
     cache.cache_clear()
-    assert not cache._sheets and cache._chars == 0
+    assert not cache._entries and cache._chars == 0

@@ -132,6 +132,20 @@ _ROOT_END_TAGS: Final = re.compile(r"</(?:body|html)\s*>", re.IGNORECASE)
 _OWNER_BYTES: Final = b"<> \t\n\r\x0c/\"'"
 
 
+# Both parses use the same options. `collect_ids=False`: libxml2 otherwise enters every
+# `id` attribute in a hash table of the document, which only XPath's id() and
+# getElementById read; nothing here does (cssselect translates `#x` to `@id = 'x'`),
+# and the table cost about 1 % of the parse (docs/extraction.md 6.1v).
+_PARSER_OPTIONS: Final[dict[str, Any]] = {
+    "remove_comments": True,
+    "remove_pis": True,
+    "huge_tree": True,
+    "no_network": True,
+    "encoding": "utf-8",
+    "collect_ids": False,
+}
+
+
 @dataclass(slots=True)
 class ParsedTree:
     root: Element
@@ -227,9 +241,7 @@ def _parse_uncounted(
     """
     if tags.first_long_tag_before(len(html)) != -1:
         return None
-    parser = etree.HTMLParser(
-        remove_comments=True, remove_pis=True, huge_tree=True, no_network=True, encoding="utf-8"
-    )
+    parser = etree.HTMLParser(**_PARSER_OPTIONS)
     try:
         if len(html) <= ONE_CALL_CHARS:
             root = etree.fromstring(b"".join(data for data, _ in pieces), parser)
@@ -266,14 +278,7 @@ def _parse_counted(
     """
     # Fed as UTF-8 bytes, as lxml would encode a str itself: the cleaning below
     # works on those bytes at C speed.
-    parser = etree.HTMLPullParser(
-        events=("start", "end"),
-        remove_comments=True,
-        remove_pis=True,
-        huge_tree=True,
-        no_network=True,
-        encoding="utf-8",
-    )
+    parser = etree.HTMLPullParser(events=("start", "end"), **_PARSER_OPTIONS)
     counter = _Counter(max_nodes, depth_bound)
     tags = _TagScanner(html) if tags is None else tags
     controls_removed = 0

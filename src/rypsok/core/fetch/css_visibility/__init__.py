@@ -121,8 +121,9 @@ Caches. What is read from CSS text alone is a pure function of that text
 and is remembered per process in bounded LRU caches: a sheet's rules and
 their pre-checks (64 sheets, at most 16 Mi characters of them), parsed
 blocks, selector sketches and words, compiled selectors with their XPath
-(8,192 texts each, texts longer than 1 KiB not kept; at most about 80 MiB
-in all, a fixed base). A site serves
+(8,192 texts each of at most 1 KiB; longer texts in caches of their own,
+bounded to 512 Ki characters each by `textcache`; at most about 100 MiB in
+all, a fixed base). A site serves
 the same sheets on every page, so its second page costs a fraction of its
 first; nothing that depends on the document is cached, and the LIM-V
 budgets are spent per page as if nothing were.
@@ -146,17 +147,28 @@ visits whatever the sheets hold. Measured figures: docs/hidden-text.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from rypsok.core.fetch.css_visibility.engine import _Engine
-from rypsok.core.fetch.css_visibility.matching import _cached_selectors
+from rypsok.core.fetch.css_visibility.matching import _cached_selectors, _compiled_xpath
 from rypsok.core.fetch.css_visibility.media import _cached_media_matches, media_matches
 from rypsok.core.fetch.css_visibility.prechecks import (
     _cached_background,
     _cached_colour,
     _cached_could_hide,
+    _long_could_hide,
 )
-from rypsok.core.fetch.css_visibility.properties import _cached_block, _piece_declarations
-from rypsok.core.fetch.css_visibility.sheets import _cached_sketch, _cached_split, _selector_words
+from rypsok.core.fetch.css_visibility.properties import (
+    _cached_block,
+    _long_block,
+    _piece_declarations,
+)
+from rypsok.core.fetch.css_visibility.sheets import (
+    _cached_sketch,
+    _cached_split,
+    _long_sketch,
+    _selector_words,
+)
 from rypsok.core.fetch.parse import Element
 
 __all__ = ["HiddenStats", "clear_caches", "drop_hidden", "media_matches"]
@@ -191,7 +203,7 @@ def drop_hidden(root: Element) -> HiddenStats:
 
 def clear_caches() -> None:
     """Forget what was read from CSS text so far (for a benchmark of a first visit)."""
-    for cached in (
+    caches: tuple[_Clearable, ...] = (
         _cached_split,
         _cached_could_hide,
         _cached_sketch,
@@ -202,5 +214,14 @@ def clear_caches() -> None:
         _cached_media_matches,
         _cached_colour,
         _cached_background,
-    ):
+        _long_sketch,
+        _long_block,
+        _compiled_xpath,
+        *_long_could_hide.values(),
+    )
+    for cached in caches:
         cached.cache_clear()
+
+
+class _Clearable(Protocol):
+    def cache_clear(self) -> None: ...

@@ -413,6 +413,8 @@ class _Engine:
                 weight = 1 if selector.plain is not None else _ELEMENT_TEST_VISITS
                 if not self.budget.take("visits", weight * len(carriers)):  # LIM-V5
                     return []
+                if selector.key_alone():
+                    return list(carriers)  # `.a` or `#b`: every carrier, nothing to test
                 return selector.among(carriers)
             if not self.element_count:
                 self.element_count = max(1, int(_ELEMENT_COUNT(self.root)))

@@ -10,7 +10,6 @@ its declarations (`properties`) and, when first matched, its selectors.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
@@ -32,14 +31,16 @@ from cssselect.xpath import ExpressionError
 from lxml import etree  # type: ignore[import-untyped]
 
 from rypsok.core.fetch.css_visibility.properties import (
-    _CACHED_BLOCK_TEXT,
     _CACHED_RULES,
+    _CACHED_SELECTOR_CHARS,
+    _CACHED_XPATH_CHARS,
     _Declared,
     _hides_alone,
     _parse_block,
 )
 from rypsok.core.fetch.css_visibility.relax import _TEXT_PSEUDO_ELEMENTS, rewrite_group
 from rypsok.core.fetch.css_visibility.sheets import _Chunk
+from rypsok.core.fetch.css_visibility.textcache import TextCache
 from rypsok.core.fetch.css_visibility.variables import VarRef
 from rypsok.core.fetch.parse import Element
 
@@ -63,20 +64,21 @@ class _Selector:
     # For a selector of one compound of tag, classes and ids only: what an element needs,
     # checked without XPath. None for any other selector.
     plain: tuple[str | None, frozenset[str], str | None] | None = None
-    _compiled: dict[str, Any] = field(default_factory=dict)
+    _expressions: dict[str, str] = field(default_factory=dict)  # by axis
     _steps: str | None = None  # `_from_subject(tree)`, translated once
     # Rewritten by `relax` (often a superset): only its rule's hiding declarations apply.
     relaxed: bool = False
+    _key_alone: bool | None = None  # `key_alone()`, decided once
 
     def _xpath(self, axis: str) -> Any:
-        compiled = self._compiled.get(axis)
-        if compiled is None:
+        expression = self._expressions.get(axis)
+        if expression is None:
             if self._steps is None:
                 if self.tree is None:  # never: `_plain_group` gives the steps it reads
                     raise ExpressionError("a selector without its steps")
                 self._steps = _from_subject(self.tree)
-            compiled = self._compiled[axis] = etree.XPath(axis + self._steps)
-        return compiled
+            expression = self._expressions[axis] = axis + self._steps
+        return _compiled_xpath(expression)
 
     def over_tree(self, root: Element) -> list[Element]:
         """Every match in the document (raises etree.XPathError or ExpressionError)."""
@@ -99,6 +101,25 @@ class _Selector:
             return list(elements)  # all of them, no repeats: the common case
         matched = set(found)
         return [element for element in elements if element in matched]
+
+    def key_alone(self) -> bool:
+        """Whether carrying the subject's class or id is all the selector asks (`.a`,
+        `#b`): then every element the class and id index gives for that name matches,
+        as `on` would find one by one (the index splits values as `on` does)."""
+        alone = self._key_alone
+        if alone is None:
+            plain, key = self.plain, self.key
+            alone = self._key_alone = (
+                plain is not None
+                and key is not None
+                and plain[0] is None
+                and (
+                    plain[1] == {key[1]} and plain[2] is None
+                    if key[0] == "class"
+                    else not plain[1] and plain[2] == key[1]
+                )
+            )
+        return alone
 
     def on(self, element: Element) -> bool:
         """Whether `element` matches (raises etree.XPathError or ExpressionError)."""
@@ -185,16 +206,9 @@ def _required_names(tree: Tree) -> tuple[set[str], set[str]]:
 
 
 def _compile_selectors(text: str) -> tuple[_Selector, ...]:
-    if len(text) <= _CACHED_BLOCK_TEXT:
-        return _cached_selectors(text)
-    return _uncached_selectors(text)
-
-
-@functools.lru_cache(maxsize=_CACHED_RULES)
-def _cached_selectors(text: str) -> tuple[_Selector, ...]:
-    """Compiled once per process: cssselect's parse and translation are pure Python and
-    cost more than matching; a `_Selector` keeps its compiled XPath and no page state."""
-    return _uncached_selectors(text)
+    """The group read once per process: cssselect's parse and translation are pure
+    Python and cost more than matching; a `_Selector` keeps no page state."""
+    return _cached_selectors(text)
 
 
 def _uncached_selectors(text: str) -> tuple[_Selector, ...]:
@@ -205,6 +219,19 @@ def _uncached_selectors(text: str) -> tuple[_Selector, ...]:
         return _read_selectors(text)
     except _Unreadable:
         return _rewritten_selectors(text)
+
+
+# Both caches are bounded in characters, not only in entries: what a group or an
+# expression holds grows with its length, and a compiled XPath costs libxml2 about 25
+# to 50 bytes per character of the expression (8,192 groups of 1 KiB once held 1.9 GiB;
+# docs/extraction.md 6.1v). The selectors hold their expressions, not the compiled
+# XPath, so an expression dropped here is compiled again when next needed.
+_cached_selectors: Final = TextCache(
+    _uncached_selectors, max_texts=_CACHED_RULES, max_chars=_CACHED_SELECTOR_CHARS
+)
+_compiled_xpath: Final = TextCache(
+    etree.XPath, max_texts=_CACHED_RULES, max_chars=_CACHED_XPATH_CHARS
+)
 
 
 class _Unreadable(Exception):
@@ -252,11 +279,10 @@ def _read_selectors(text: str) -> tuple[_Selector, ...]:
         tree = selector.parsed_tree
         plain = _plain(tree)
         steps: str | None = None
-        on_self: Any = None
         if plain is None:
-            try:  # translate now: a pseudo-class cssselect lacks raises here
+            try:  # translate and compile now: a pseudo-class cssselect lacks raises here
                 steps = _from_subject(tree)
-                on_self = etree.XPath("self::" + steps)
+                _compiled_xpath("self::" + steps)
             except _READ_ERRORS as error:
                 raise _Unreadable(text) from error
         classes, ids = _required_names(tree)
@@ -269,8 +295,7 @@ def _read_selectors(text: str) -> tuple[_Selector, ...]:
                 _subject_key(tree),
                 _subject_tag(tree),
                 plain,
-                # The translation and the test compiled above are kept for matching.
-                {} if on_self is None else {"self::": on_self},
+                {} if steps is None else {"self::": "self::" + steps},
                 steps,
             )
         )

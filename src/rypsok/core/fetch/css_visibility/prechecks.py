@@ -20,6 +20,8 @@ from rypsok.core.fetch.css_visibility.colours import _INVISIBLE_ALPHA, _Rgba
 from rypsok.core.fetch.css_visibility.properties import (
     _BLACK,
     _CACHED_BLOCK_TEXT,
+    _CACHED_LONG_CHARS,
+    _CACHED_LONG_TEXTS,
     _CACHED_RULES,
     _CACHED_TEXT,
     _WHITE,
@@ -29,6 +31,7 @@ from rypsok.core.fetch.css_visibility.properties import (
     _parse_colour,
     _tokens,
 )
+from rypsok.core.fetch.css_visibility.textcache import TextCache
 
 _WHITESPACE: Final = str.maketrans("", "", " \t\n\r\f")
 
@@ -85,7 +88,7 @@ def could_hide(css: str, *, external: bool, inline: bool = False) -> bool:
     """Whether a rule's or a style attribute's text could hide (see `_could_hide`)."""
     if len(css) <= _CACHED_BLOCK_TEXT:
         return _cached_could_hide(css, external, inline)
-    return _could_hide(css, external, inline)
+    return _long_could_hide[external, inline](css)
 
 
 @functools.lru_cache(maxsize=_CACHED_RULES)
@@ -101,6 +104,18 @@ def _could_hide(css: str, external: bool, inline: bool) -> bool:
     compared with the backgrounds of its ancestors.
     """
     return _compact_could_hide(_compact(css), external, inline)
+
+
+# One cache per pair of flags (a `TextCache` is keyed by the text alone).
+_long_could_hide: Final = {
+    (external, inline): TextCache(
+        functools.partial(_could_hide, external=external, inline=inline),
+        max_texts=_CACHED_LONG_TEXTS,
+        max_chars=_CACHED_LONG_CHARS,
+    )
+    for external in (False, True)
+    for inline in (False, True)
+}
 
 
 def _compact_could_hide(compact: str, external: bool, inline: bool) -> bool:

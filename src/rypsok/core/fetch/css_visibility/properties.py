@@ -22,15 +22,21 @@ from typing import Any, Final, Literal, NamedTuple, TypeAlias
 import tinycss2  # type: ignore[import-untyped]
 
 from rypsok.core.fetch.css_visibility.colours import _INVISIBLE_ALPHA, _Rgba, parse_colour
+from rypsok.core.fetch.css_visibility.textcache import TextCache
 from rypsok.core.fetch.css_visibility.variables import VAR_PROPERTIES, VarRef, holds_var
 
 # Process-wide caches of pure functions of CSS text (package docstring, "Caches").
-# Worst case kept: 16 Mi characters of sheets with their rule texts, about 32 MiB, and
-# six caches of 8,192 texts of at most 1 KiB, about 48 MiB: a fixed base (REQ-PERF-003).
+# Worst case kept: 16 Mi characters of sheets with their rule texts, about 32 MiB; six
+# caches of 8,192 texts of at most 1 KiB, about 48 MiB; and four caches of longer texts,
+# 512 Ki characters each, about 16 MiB: a fixed base (REQ-PERF-003).
 _CACHED_SHEETS: Final = 64  # whole sheets: pages with more than 16 <style> elements are common
 _CACHED_SHEET_CHARS: Final = 16 * 1024 * 1024  # and at most this much sheet text in all
 _CACHED_RULES: Final = 8_192  # rule texts, blocks, selector groups, style attributes
-_CACHED_BLOCK_TEXT: Final = 1_024  # longer texts are rare and not kept
+_CACHED_BLOCK_TEXT: Final = 1_024  # longer texts go to the caches bounded in characters
+_CACHED_LONG_TEXTS: Final = 1_024
+_CACHED_LONG_CHARS: Final = 512 * 1024
+_CACHED_SELECTOR_CHARS: Final = 256 * 1024  # selector groups (matching)
+_CACHED_XPATH_CHARS: Final = 256 * 1024  # compiled XPath expressions (matching)
 
 
 # -- values -------------------------------------------------------------------------------
@@ -378,7 +384,7 @@ def _parse_block(content: str) -> tuple[_Declared, ...]:
     """The declarations of interest in a block (see `_uncached_block`); may raise."""
     if len(content) <= _CACHED_BLOCK_TEXT:
         return _cached_block(content)
-    return _uncached_block(content)
+    return _long_block(content)
 
 
 @functools.lru_cache(maxsize=_CACHED_RULES)
@@ -409,6 +415,11 @@ def _uncached_block(content: str) -> tuple[_Declared, ...]:
         for important, prop, value in parsed:
             found.append(_Declared(important, prop, value, len(found)))
     return tuple(found)
+
+
+_long_block: Final = TextCache(
+    _uncached_block, max_texts=_CACHED_LONG_TEXTS, max_chars=_CACHED_LONG_CHARS
+)
 
 
 # CSS's own whitespace: what tinycss2 skips around a declaration (str.strip() would

@@ -15,8 +15,6 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -32,10 +30,13 @@ from rypsok.core.fetch.css_visibility.prechecks import (
 )
 from rypsok.core.fetch.css_visibility.properties import (
     _CACHED_BLOCK_TEXT,
+    _CACHED_LONG_CHARS,
+    _CACHED_LONG_TEXTS,
     _CACHED_RULES,
     _CACHED_SHEET_CHARS,
     _CACHED_SHEETS,
 )
+from rypsok.core.fetch.css_visibility.textcache import TextCache
 
 # -- splitting sheets into rules ----------------------------------------------------------
 
@@ -104,7 +105,7 @@ _NAME_MARKS: Final = str.maketrans({".": " .", "#": " #", ":": " :", "*": " "})
 def _sketch(selectors: str) -> tuple[_Part, ...]:
     if len(selectors) <= _CACHED_BLOCK_TEXT:
         return _cached_sketch(selectors)
-    return _uncached_sketch(selectors)
+    return _long_sketch(selectors)
 
 
 @functools.lru_cache(maxsize=_CACHED_RULES)
@@ -116,6 +117,11 @@ def _uncached_sketch(selectors: str) -> tuple[_Part, ...]:
     if not any(mark in selectors for mark in _HARD_SELECTOR_MARKS):
         return _simple_sketch(selectors)
     return _full_sketch(selectors)
+
+
+_long_sketch: Final = TextCache(
+    _uncached_sketch, max_texts=_CACHED_LONG_TEXTS, max_chars=_CACHED_LONG_CHARS
+)
 
 
 _HARD_SELECTOR_MARKS: Final = ("(", "[", "\\", '"', "'", "/*", "\r", "\f")
@@ -505,40 +511,12 @@ def _rules_holding(joined: str, starts: list[int], forms: tuple[str, ...]) -> se
 _COLOUR_MARKS: Final = ("color:", "background:")
 
 
-class _SheetCache:
-    """`_SheetRules` by sheet text, least recently used out: at most `_CACHED_SHEETS`
-    sheets and `_CACHED_SHEET_CHARS` characters of sheet text (a count alone would
-    let 16 pages' worth of small sheets, or a few huge ones, decide the memory)."""
-
-    def __init__(self) -> None:
-        self._sheets: OrderedDict[str, _SheetRules] = OrderedDict()
-        self._chars = 0
-        self._lock = threading.Lock()  # extractions run in worker threads
-
-    def __call__(self, css: str) -> _SheetRules:
-        with self._lock:
-            known = self._sheets.get(css)
-            if known is not None:
-                self._sheets.move_to_end(css)
-                return known
-        rules = _SheetRules(css)  # outside the lock: two threads may both compute it
-        if len(css) <= _CACHED_SHEET_CHARS:
-            with self._lock:
-                if css not in self._sheets:
-                    self._sheets[css] = rules
-                    self._chars += len(css)
-                while len(self._sheets) > _CACHED_SHEETS or self._chars > _CACHED_SHEET_CHARS:
-                    oldest, _ = self._sheets.popitem(last=False)
-                    self._chars -= len(oldest)
-        return rules
-
-    def cache_clear(self) -> None:
-        with self._lock:
-            self._sheets.clear()
-            self._chars = 0
-
-
-_cached_split: Final = _SheetCache()
+# `_SheetRules` by sheet text, least recently used out: at most `_CACHED_SHEETS` sheets
+# and `_CACHED_SHEET_CHARS` characters of sheet text (a count alone would let 16 pages'
+# worth of small sheets, or a few huge ones, decide the memory).
+_cached_split: Final = TextCache(
+    _SheetRules, max_texts=_CACHED_SHEETS, max_chars=_CACHED_SHEET_CHARS
+)
 
 
 # A qualified rule without strings, escapes, comments, nested blocks or a `;` or `@`
