@@ -84,6 +84,14 @@ class _Selector:
         """Every match in the document (raises etree.XPathError or ExpressionError)."""
         return list(self._xpath("descendant-or-self::")(root))
 
+    def within(self, scope: list[Element]) -> list[Element]:
+        """Every match inside the subtrees of `scope`, in document order (raises as `on`).
+
+        One evaluation over a node-set variable: libxml2 gives the union of the
+        subtrees' matches sorted and without repeats, as `over_tree` gives them.
+        """
+        return list(self._xpath("$scope/descendant-or-self::")(scope[0], scope=scope))
+
     def among(self, elements: list[Element]) -> list[Element]:
         """The members of `elements` that match, in their order, repeats kept (raises as `on`).
 
