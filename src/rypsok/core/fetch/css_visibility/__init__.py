@@ -150,7 +150,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rypsok.core.fetch.css_visibility.engine import _Engine
-from rypsok.core.fetch.css_visibility.matching import _cached_selectors, _compiled_xpath
+from rypsok.core.fetch.css_visibility.matching import (
+    _cached_selectors,
+    _compiled_xpath,
+    _without_comments,
+)
 from rypsok.core.fetch.css_visibility.media import _cached_media_matches, media_matches
 from rypsok.core.fetch.css_visibility.prechecks import (
     _cached_background,
@@ -169,6 +173,7 @@ from rypsok.core.fetch.css_visibility.sheets import (
     _long_sketch,
     _selector_words,
 )
+from rypsok.core.fetch.css_visibility.variables import _value_tokens
 from rypsok.core.fetch.parse import Element
 
 __all__ = ["HiddenStats", "clear_caches", "drop_hidden", "media_matches"]
@@ -217,6 +222,8 @@ def clear_caches() -> None:
         _long_sketch,
         _long_block,
         _compiled_xpath,
+        _without_comments,
+        _value_tokens,
         *_long_could_hide.values(),
     )
     for cached in caches:

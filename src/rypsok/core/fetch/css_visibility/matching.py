@@ -178,9 +178,7 @@ class _Rule:
             text = self.chunk.selector_text()
             try:
                 if "/*" in text:
-                    text = tinycss2.serialize(
-                        tinycss2.parse_component_value_list(text, skip_comments=True)
-                    )
+                    text = _without_comments(text)
                 self._selectors.append(_compile_selectors(text))
             except (ValueError, TypeError, AttributeError, IndexError, RecursionError):
                 self._selectors.append(())
@@ -236,6 +234,11 @@ def _uncached_selectors(text: str) -> tuple[_Selector, ...]:
 # XPath, so an expression dropped here is compiled again when next needed.
 _cached_selectors: Final = TextCache(
     _uncached_selectors, max_texts=_CACHED_RULES, max_chars=_CACHED_SELECTOR_CHARS
+)
+_without_comments: Final = TextCache(
+    lambda text: tinycss2.serialize(tinycss2.parse_component_value_list(text, skip_comments=True)),
+    max_texts=_CACHED_RULES,
+    max_chars=_CACHED_SELECTOR_CHARS,
 )
 _compiled_xpath: Final = TextCache(
     etree.XPath, max_texts=_CACHED_RULES, max_chars=_CACHED_XPATH_CHARS
