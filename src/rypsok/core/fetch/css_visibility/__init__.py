@@ -10,7 +10,10 @@ treated as having unknown colours (see "Colour" below). `<style>` and
 `<template>` elements are removed as well: neither is rendered.
 
 Parsing. Style sheets and declarations are parsed by tinycss2, selectors by
-cssselect (turned into XPath 1.0 that lxml compiles and evaluates in C). No
+cssselect (turned into XPath 1.0 that lxml compiles and evaluates in C); a
+chain of plain compounds (`.promo .card span`) tested on given elements is
+decided in Python with XPath's verdicts (`chains`), which is cheaper than
+libxml2 walking the ancestors again at every compound. No
 regular expression decides what hides: the few in `sheets` and `matching`
 only find rule boundaries and names.
 tinycss2 tokenises in pure Python at about 1 MB/s, several times slower than
