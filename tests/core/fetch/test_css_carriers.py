@@ -133,3 +133,44 @@ def test_req_ctx_005_a_selector_that_asks_only_its_key_matches_every_carrier(
             bare = text.removeprefix("*")  # `*.a` asks no more than `.a`
             only_key = bare.count(".") + bare.count("#") == 1 and bare[0] in ".#"
             assert selector.key_alone() == only_key, text
+
+
+_SCOPED_SELECTORS = [
+    ".a span",
+    ".a > p",
+    ".a ~ div",
+    ".a + p span",
+    "#b span",
+    "#a ~ * p",
+    ".nav .a div",
+    "div .b > span",
+    ".a span ~ p",
+    "p:not(.a)",
+    ":not(.a) > span",
+    ".B [id]",
+    "section.a ~ section > p",
+    ".é + *",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_element, max_size=30), st.lists(st.booleans(), min_size=30, max_size=30))
+def test_req_ctx_005_a_scoped_search_finds_what_the_whole_tree_gives(
+    elements: list[tuple[str, str | None, str | None]], nest: list[bool]
+) -> None:
+    """A selector whose subject names no class or id is searched under the parents of
+    the carriers of a name it requires (`_scope`): the matches must be those of the
+    whole tree, in the same order, or hidden text would stay."""
+    html = _document(elements, nest)
+    root = parse_bounded(html, max_nodes=limits.PARSED_NODES, max_depth=limits.NESTING_DEPTH).root
+    engine = _Engine(root)
+    classes, ids = engine._present()
+    for text in _SCOPED_SELECTORS:
+        for selector in _compile_selectors(text):
+            if not (selector.classes <= classes.keys() and selector.ids <= ids.keys()):
+                continue  # `_matches` answers these with no match before any search
+            scope = engine._scope(selector, classes, ids)
+            if scope is not None:
+                assert selector.within(scope) == selector.over_tree(root), text
+            if text.startswith(("p:not", ":not")):
+                assert scope is None, text  # a negated name gives no scope

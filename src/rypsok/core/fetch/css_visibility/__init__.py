@@ -10,7 +10,10 @@ treated as having unknown colours (see "Colour" below). `<style>` and
 `<template>` elements are removed as well: neither is rendered.
 
 Parsing. Style sheets and declarations are parsed by tinycss2, selectors by
-cssselect (turned into XPath 1.0 that lxml compiles and evaluates in C). No
+cssselect (turned into XPath 1.0 that lxml compiles and evaluates in C); a
+chain of plain compounds (`.promo .card span`) tested on given elements is
+decided in Python with XPath's verdicts (`chains`), which is cheaper than
+libxml2 walking the ancestors again at every compound. No
 regular expression decides what hides: the few in `sheets` and `matching`
 only find rule boundaries and names.
 tinycss2 tokenises in pure Python at about 1 MB/s, several times slower than
@@ -150,7 +153,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rypsok.core.fetch.css_visibility.engine import _Engine
-from rypsok.core.fetch.css_visibility.matching import _cached_selectors, _compiled_xpath
+from rypsok.core.fetch.css_visibility.matching import (
+    _cached_selectors,
+    _compiled_xpath,
+    _without_comments,
+)
 from rypsok.core.fetch.css_visibility.media import _cached_media_matches, media_matches
 from rypsok.core.fetch.css_visibility.prechecks import (
     _cached_background,
@@ -169,6 +176,7 @@ from rypsok.core.fetch.css_visibility.sheets import (
     _long_sketch,
     _selector_words,
 )
+from rypsok.core.fetch.css_visibility.variables import _value_tokens
 from rypsok.core.fetch.parse import Element
 
 __all__ = ["HiddenStats", "clear_caches", "drop_hidden", "media_matches"]
@@ -217,6 +225,8 @@ def clear_caches() -> None:
         _long_sketch,
         _long_block,
         _compiled_xpath,
+        _without_comments,
+        _value_tokens,
         *_long_could_hide.values(),
     )
     for cached in caches:

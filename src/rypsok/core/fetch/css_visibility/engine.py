@@ -84,6 +84,9 @@ from rypsok.core.trees import remove_keeping_tail
 _NEVER_HIDDEN: Final = frozenset({"html", "body", "head"})
 _UNRENDERED: Final = ("style", "template")
 _ELEMENT_COUNT: Final = etree.XPath("count(//*)")
+# A selector whose subject names no class or id is evaluated under the parents of the
+# carriers of one of its other names when they are at most this many (`_scope`).
+_SCOPE_CARRIERS: Final = 16
 _ELEMENT_TEST_VISITS: Final = 4  # measured: XPath on one element from Python vs. in a tree walk
 
 _Specificity: TypeAlias = tuple[int, int, int]
@@ -418,11 +421,44 @@ class _Engine:
                 return selector.among(carriers)
             if not self.element_count:
                 self.element_count = max(1, int(_ELEMENT_COUNT(self.root)))
+            # Charged as a walk over the whole tree even when scoped: the bound is spent
+            # as it always was, so a page is cut by LIM-V5 where it was before.
             if not self.budget.take("visits", self.element_count):  # LIM-V5
                 return []
-            return selector.over_tree(self.root)
+            scope = self._scope(selector, classes, ids)
+            return selector.over_tree(self.root) if scope is None else selector.within(scope)
         except (etree.XPathError, ExpressionError, SelectorError, ValueError, RecursionError):
             return []
+
+    def _scope(
+        self, selector: _Selector, classes: _Carriers, ids: _Carriers
+    ) -> list[Element] | None:
+        """Subtrees that hold every match of a selector whose subject names no class or
+        id, or None: search the whole tree.
+
+        A class or id the selector requires (not under `:not()`, `:is()` or
+        `:has()`) is carried by an element that matches one of its compounds, and
+        every combinator leads from that element to a descendant, a child or a
+        sibling, so each match lies in the subtree of that element's parent (of the
+        element itself when it has none). `.share-btn span` is then evaluated under
+        the parents of the few `.share-btn` elements instead of at every `span`.
+        The name with the fewest carriers is taken; with more than
+        `_SCOPE_CARRIERS` of them the whole tree is searched, as before.
+        """
+        fewest: list[Element] | None = None
+        for index, names in ((classes, selector.classes), (ids, selector.ids)):
+            for name in names:
+                found = index.get(name, [])
+                if fewest is None or len(found) < len(fewest):
+                    fewest = found
+        if not fewest or len(fewest) > _SCOPE_CARRIERS:
+            return None
+        roots: dict[Element, None] = {}
+        for carrier in fewest:
+            parent = carrier.getparent()
+            roots[carrier if parent is None else parent] = None
+        # A root inside another root's subtree adds nothing but repeated work.
+        return [root for root in roots if not any(up in roots for up in root.iterancestors())]
 
     def _interest_by_tag(self, interest: set[Element]) -> dict[str, list[Element]]:
         """`interest` by tag, and all of it under "*" (built once per second pass)."""

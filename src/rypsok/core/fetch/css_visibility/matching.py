@@ -30,6 +30,7 @@ from cssselect.parser import (
 from cssselect.xpath import ExpressionError
 from lxml import etree  # type: ignore[import-untyped]
 
+from rypsok.core.fetch.css_visibility.chains import MAX_COMPOUNDS, Chain, Compound
 from rypsok.core.fetch.css_visibility.properties import (
     _CACHED_RULES,
     _CACHED_SELECTOR_CHARS,
@@ -69,6 +70,8 @@ class _Selector:
     # Rewritten by `relax` (often a superset): only its rule's hiding declarations apply.
     relaxed: bool = False
     _key_alone: bool | None = None  # `key_alone()`, decided once
+    # For a plain selector of several compounds: tested in Python (`chains`), not XPath.
+    chain: Chain | None = None
 
     def _xpath(self, axis: str) -> Any:
         expression = self._expressions.get(axis)
@@ -84,6 +87,14 @@ class _Selector:
         """Every match in the document (raises etree.XPathError or ExpressionError)."""
         return list(self._xpath("descendant-or-self::")(root))
 
+    def within(self, scope: list[Element]) -> list[Element]:
+        """Every match inside the subtrees of `scope`, in document order (raises as `on`).
+
+        One evaluation over a node-set variable: libxml2 gives the union of the
+        subtrees' matches sorted and without repeats, as `over_tree` gives them.
+        """
+        return list(self._xpath("$scope/descendant-or-self::")(scope[0], scope=scope))
+
     def among(self, elements: list[Element]) -> list[Element]:
         """The members of `elements` that match, in their order, repeats kept (raises as `on`).
 
@@ -94,6 +105,8 @@ class _Selector:
         `self::S` on each does. A few elements are tested one by one: there the
         node set costs more (instructions counted, docs/extraction.md 6.1k).
         """
+        if self.chain is not None:
+            return self.chain.among(elements)
         if self.plain is not None or len(elements) < _FEW_ELEMENTS:
             return [element for element in elements if self.on(element)]
         found = self._xpath("$elements/self::")(elements[0], elements=elements)
@@ -125,6 +138,8 @@ class _Selector:
         """Whether `element` matches (raises etree.XPathError or ExpressionError)."""
         plain = self.plain
         if plain is None:
+            if self.chain is not None:
+                return bool(self.chain.among([element]))
             return bool(self._xpath("self::")(element))
         tag, classes, identifier = plain
         if tag is not None and element.tag != tag:
@@ -170,9 +185,7 @@ class _Rule:
             text = self.chunk.selector_text()
             try:
                 if "/*" in text:
-                    text = tinycss2.serialize(
-                        tinycss2.parse_component_value_list(text, skip_comments=True)
-                    )
+                    text = _without_comments(text)
                 self._selectors.append(_compile_selectors(text))
             except (ValueError, TypeError, AttributeError, IndexError, RecursionError):
                 self._selectors.append(())
@@ -228,6 +241,11 @@ def _uncached_selectors(text: str) -> tuple[_Selector, ...]:
 # XPath, so an expression dropped here is compiled again when next needed.
 _cached_selectors: Final = TextCache(
     _uncached_selectors, max_texts=_CACHED_RULES, max_chars=_CACHED_SELECTOR_CHARS
+)
+_without_comments: Final = TextCache(
+    lambda text: tinycss2.serialize(tinycss2.parse_component_value_list(text, skip_comments=True)),
+    max_texts=_CACHED_RULES,
+    max_chars=_CACHED_SELECTOR_CHARS,
 )
 _compiled_xpath: Final = TextCache(
     etree.XPath, max_texts=_CACHED_RULES, max_chars=_CACHED_XPATH_CHARS
@@ -407,6 +425,9 @@ def _plain_selector(compounds: list[_PlainCompound], axes: list[str]) -> _Select
     expression = compounds[0].xpath
     for compound, axis in zip(compounds[1:], axes, strict=True):
         expression = f"{compound.xpath}[{_AXES[axis]}{expression}]"
+    chain = None
+    if 2 <= len(compounds) <= MAX_COMPOUNDS:
+        chain = Chain(tuple(_chain_compound(compound) for compound in compounds), tuple(axes))
     return _Selector(
         None,
         (len(ids), len(classes) + pseudo_classes, elements),
@@ -417,6 +438,17 @@ def _plain_selector(compounds: list[_PlainCompound], axes: list[str]) -> _Select
         plain,
         {},  # compiled when first matched: the subset's XPath is always valid
         expression,
+        chain=chain,
+    )
+
+
+def _chain_compound(compound: _PlainCompound) -> Compound:
+    names = compound.names
+    return Compound(
+        compound.tag,
+        frozenset(name for mark, name in names if mark == "."),
+        tuple(name for mark, name in names if mark == "#"),
+        any(mark == ":" for mark, _ in names),
     )
 
 

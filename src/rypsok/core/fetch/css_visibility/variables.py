@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple
 
 import tinycss2  # type: ignore[import-untyped]
+
+from rypsok.core.fetch.css_visibility.textcache import TextCache
 
 # The properties, prefixes removed, whose `var()` values are resolved.
 VAR_PROPERTIES: Final = frozenset(
@@ -85,7 +87,7 @@ def substitute(text: str, lookup: Lookup, depth: int = 0) -> str | None:
     if depth > _MAX_DEPTH:
         return None
     try:
-        tokens = tinycss2.parse_component_value_list(text, skip_comments=True)
+        tokens = _value_tokens(text)
     except (ValueError, TypeError, AttributeError, IndexError, RecursionError):
         return None
     out = _substituted(tokens, lookup, depth)
@@ -94,7 +96,16 @@ def substitute(text: str, lookup: Lookup, depth: int = 0) -> str | None:
     return out
 
 
-def _substituted(tokens: list[Any], lookup: Lookup, depth: int) -> str | None:
+# A value's tokens, read once per text (a page's custom properties are used by many
+# elements; the tokens are only read, never changed).
+_value_tokens: Final = TextCache(
+    lambda text: tuple(tinycss2.parse_component_value_list(text, skip_comments=True)),
+    max_texts=4_096,
+    max_chars=256 * 1024,
+)
+
+
+def _substituted(tokens: Sequence[Any], lookup: Lookup, depth: int) -> str | None:
     parts: list[str] = []
     for token in tokens:
         if token.type != "function":
