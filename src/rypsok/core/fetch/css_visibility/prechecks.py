@@ -57,12 +57,21 @@ _HIDING_FORMS: Final = (
     "clip-path:",
     "translate",
     "scale",
+    "rotatex(",  # edge-on rotations (`rotateX(90deg)`)
+    "rotatey(",
+    "rotate3d(",
+    "matrix(",  # a squashing or far-moving matrix (`matrix(0, 0, 0, 0, 0, 0)`)
     "text-indent:",
     "left:-",
     "top:-",
     "right:-",
     "inset:-",
     "margin:-",
+    "left:calc(",  # offsets written through calc() (`calc`); margin-left, margin-top too
+    "top:calc(",
+    "right:calc(",
+    "inset:calc(",
+    "margin:calc(",
     "width:0",
     "width:.",
     "width:1px",

@@ -16,11 +16,13 @@ Names with a leading underscore are shared inside the package only.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
 import tinycss2  # type: ignore[import-untyped]
 
+from rypsok.core.fetch.css_visibility.calc import calc_length
 from rypsok.core.fetch.css_visibility.colours import _INVISIBLE_ALPHA, _Rgba, parse_colour
 from rypsok.core.fetch.css_visibility.textcache import TextCache
 from rypsok.core.fetch.css_visibility.variables import VAR_PROPERTIES, VarRef, holds_var
@@ -100,16 +102,23 @@ def _tokens(value: Sequence[Any]) -> list[Any]:
 
 
 def _length(token: Any) -> float | None:
-    """A length in CSS pixels, or None when it is not one (percentages, calc())."""
+    """A length in CSS pixels, or None when it is not one (a percentage, an unknown
+    unit, a `calc()` that needs the layout: `calc`)."""
     kind = token.type
     if kind == "number":
         return 0.0 if token.value == 0 else None
     if kind == "percentage":
         return 0.0 if token.value == 0 else None
     if kind == "dimension":
-        scale = _ABSOLUTE_UNITS.get(token.lower_unit)
-        return None if scale is None else float(token.value) * scale
+        return _dimension_px(token)
+    if kind == "function" and token.lower_name == "calc":
+        return calc_length(token, _dimension_px)
     return None
+
+
+def _dimension_px(token: Any) -> float | None:
+    scale = _ABSOLUTE_UNITS.get(token.lower_unit)
+    return None if scale is None else float(token.value) * scale
 
 
 def _keyword(tokens: list[Any]) -> str | None:
@@ -300,7 +309,64 @@ def _hiding_transform(tokens: list[Any]) -> bool:
                 moved = _length(argument)
                 if moved is not None and abs(moved) >= _OFF_SCREEN_PX:
                     return True
+        if name in ("rotatex", "rotatey", "rotate3d") and _edge_on(name, arguments):
+            return True
+        if name == "matrix" and _hiding_matrix(arguments):
+            return True
     return False
+
+
+def _hiding_matrix(arguments: list[Any]) -> bool:
+    """`matrix(a, b, c, d, e, f)` that squashes the box along some direction to 0.01 or
+    less (its smaller singular value, as `scale()` per axis), or moves it 999 px or more."""
+    if len(arguments) != 6 or any(t.type != "number" for t in arguments):
+        return False
+    a, b, c, d, e, f = (float(t.value) for t in arguments)
+    if abs(e) >= _OFF_SCREEN_PX or abs(f) >= _OFF_SCREEN_PX:
+        return True
+    # The singular values of [[a, c], [b, d]]: s^2 = (t +- sqrt(t^2 - 4 det^2)) / 2.
+    total = a * a + b * b + c * c + d * d
+    determinant = a * d - b * c
+    smaller_squared = (total - math.sqrt(max(0.0, total * total - 4 * determinant**2))) / 2
+    return smaller_squared <= _UNREADABLE_SCALE**2
+
+
+def _edge_on(name: str, arguments: list[Any]) -> bool:
+    """A rotation that turns the element's face away from the screen: `rotateX(90deg)`.
+
+    Without perspective the rotated box is flattened onto the screen, its area
+    multiplied by the z component of its turned normal: cos(a) for `rotateX`
+    and `rotateY`, cos(a) + z^2 (1 - cos(a)) about a unit axis (x, y, z) for
+    `rotate3d`. At 0.01 or less nothing is left to read, as with `scale()`.
+    """
+    if name == "rotate3d":
+        if len(arguments) != 4 or any(t.type != "number" for t in arguments[:3]):
+            return False
+        x, y, z = (float(t.value) for t in arguments[:3])
+        norm = math.sqrt(x * x + y * y + z * z)
+        if norm == 0:
+            return False
+        turn = _angle_radians(arguments[3])
+        if turn is None:
+            return False
+        z_axis = z / norm
+        return abs(math.cos(turn) + z_axis * z_axis * (1 - math.cos(turn))) <= _UNREADABLE_SCALE
+    if len(arguments) != 1:
+        return False
+    turn = _angle_radians(arguments[0])
+    return turn is not None and abs(math.cos(turn)) <= _UNREADABLE_SCALE
+
+
+_ANGLE_UNITS: Final = {"deg": math.pi / 180, "rad": 1.0, "grad": math.pi / 200, "turn": 2 * math.pi}
+
+
+def _angle_radians(token: Any) -> float | None:
+    if token.type == "number" and token.value == 0:
+        return 0.0
+    if token.type != "dimension":
+        return None
+    scale = _ANGLE_UNITS.get(token.lower_unit)
+    return None if scale is None else float(token.value) * scale
 
 
 def _declarations(name: str, tokens: list[Any]) -> Iterator[tuple[str, Value]]:
