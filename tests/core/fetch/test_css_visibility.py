@@ -662,14 +662,14 @@ def test_glyph_rules_cannot_carry_a_sentence_or_show_hidden_formulas() -> None:
 
 @pytest.mark.req("REQ-PERF-003")
 def test_the_sheet_cache_is_bounded_in_sheets_and_in_characters() -> None:
-    """REQ-PERF-003: the per-process cache of sheets keeps at most 64 sheets and 16 Mi
+    """REQ-PERF-003: the per-process cache of sheets keeps at most 512 sheets and 16 Mi
     characters of sheet text, least recently used out, and a hit returns the same rules."""
-    assert (_cached_split.max_texts, _cached_split.max_chars) == (64, 16 * 1024 * 1024)
-    cache = TextCache(_SheetRules, max_texts=64, max_chars=16 * 1024 * 1024)
-    small = [f".s{n}{{display:none}}" for n in range(70)]
+    assert (_cached_split.max_texts, _cached_split.max_chars) == (512, 16 * 1024 * 1024)
+    cache = TextCache(_SheetRules, max_texts=512, max_chars=16 * 1024 * 1024)
+    small = [f".s{n}{{display:none}}" for n in range(520)]
     for css in small:
         cache(css)
-    assert len(cache._entries) == 64 and small[0] not in cache._entries
+    assert len(cache._entries) == 512 and small[0] not in cache._entries
     assert cache(small[-1]) is cache(small[-1])
     large = [f".l{n}{{display:none}}" + " " * (1024 * 1024) for n in range(20)]
     for css in large:

@@ -122,7 +122,7 @@ evaluated once over the whole tree, as XPath that starts from the subject.
 
 Caches. What is read from CSS text alone is a pure function of that text
 and is remembered per process in bounded LRU caches: a sheet's rules and
-their pre-checks (64 sheets, at most 16 Mi characters of them), parsed
+their pre-checks (512 sheets, at most 16 Mi characters of them), parsed
 blocks, selector sketches and words, compiled selectors with their XPath
 (8,192 texts each of at most 1 KiB; longer texts in caches of their own,
 bounded to 512 Ki characters each by `textcache`; at most about 100 MiB in
