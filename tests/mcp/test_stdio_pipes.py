@@ -63,7 +63,13 @@ async def _through_pipe_messages(fd: int) -> list[object]:
 
 
 async def _through_the_sdk_reader(fd: int) -> list[object]:
-    """The SDK's own `stdio_server` reader over the same pipe (its text wrapper, in a thread)."""
+    """The SDK's own `stdio_server` reader over the same pipe (its text wrapper, in a thread).
+
+    Blocking, as the stdin it is made for: on a non-blocking pipe its `readline`
+    returns a line cut where the writer has got to (`{"a":"\ufffd` when the reader
+    overtakes the second write), which made this comparison fail now and then.
+    """
+    os.set_blocking(fd, True)
     stdin = anyio.wrap_file(
         sdk_stdio._UnownedTextWrapper(
             os.fdopen(fd, "rb", closefd=False), encoding="utf-8", errors="replace"
