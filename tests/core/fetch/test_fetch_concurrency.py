@@ -158,6 +158,9 @@ async def test_a_fetch_waiting_for_its_host_blocks_nobody_and_keeps_to_its_deadl
         async with anyio.create_task_group() as group:
             group.start_soon(fetch_hanging)
             await wait_until(lambda: hanging.requests_to("/hang"), 5)
+            # A second later: started at once, its own LIM-F5 could end it in the instant
+            # the first fetch frees the host, before its request went out (seen once).
+            await anyio.sleep(1.0)
             group.start_soon(fetch_hanging)
             await wait_until(lambda: services.fetch_pipeline.slots.waiting_hops() == 1, 5)
             fast = await fetch(services, other.url("/fast"))
