@@ -62,14 +62,21 @@ def _document(elements: list[tuple[str, str | None, str | None]], nest: list[boo
     return "<html><body>" + "".join(parts) + "</body></html>"
 
 
+def _engine_for(elements: list[tuple[str, str | None, str | None]], nest: list[bool]) -> _Engine:
+    """The hidden-text check's state for the generated document, before any matching."""
+    html = _document(elements, nest)
+    root = parse_bounded(html, max_nodes=limits.PARSED_NODES, max_depth=limits.NESTING_DEPTH).root
+    return _Engine(root)
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_element, max_size=25), st.lists(st.booleans(), min_size=25, max_size=25))
 def test_req_ctx_005_carriers_equal_a_walk_over_the_elements(
     elements: list[tuple[str, str | None, str | None]], nest: list[bool]
 ) -> None:
-    html = _document(elements, nest)
-    root = parse_bounded(html, max_nodes=limits.PARSED_NODES, max_depth=limits.NESTING_DEPTH).root
-    classes, ids = _Engine(root)._present()
+    engine = _engine_for(elements, nest)
+    root = engine.root
+    classes, ids = engine._present()
     want_classes, want_ids = _walk_index(root)
     assert set(classes.keys()) == set(want_classes)
     assert set(ids.keys()) == set(want_ids) - {""}
@@ -118,9 +125,7 @@ def test_req_ctx_005_a_selector_that_asks_only_its_key_matches_every_carrier(
 ) -> None:
     """`key_alone` lets the engine take a name's carriers without testing each: it must
     hold only where testing each (`among`) keeps them all, and must hold for `.a`, `#b`."""
-    html = _document(elements, nest)
-    root = parse_bounded(html, max_nodes=limits.PARSED_NODES, max_depth=limits.NESTING_DEPTH).root
-    classes, ids = _Engine(root)._present()
+    classes, ids = _engine_for(elements, nest)._present()
     for text in _SELECTORS:
         for selector in _compile_selectors(text):
             if selector.key is None:
@@ -161,9 +166,8 @@ def test_req_ctx_005_a_scoped_search_finds_what_the_whole_tree_gives(
     """A selector whose subject names no class or id is searched under the parents of
     the carriers of a name it requires (`_scope`): the matches must be those of the
     whole tree, in the same order, or hidden text would stay."""
-    html = _document(elements, nest)
-    root = parse_bounded(html, max_nodes=limits.PARSED_NODES, max_depth=limits.NESTING_DEPTH).root
-    engine = _Engine(root)
+    engine = _engine_for(elements, nest)
+    root = engine.root
     classes, ids = engine._present()
     for text in _SCOPED_SELECTORS:
         for selector in _compile_selectors(text):
